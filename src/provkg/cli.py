@@ -1,0 +1,287 @@
+"""The ``provkg`` command: data to stdout, diagnostics to stderr, ``error: ...`` and exit 1 on failure.
+
+Each sub-command is a thin handler over ``provkg.service`` (or the module that owns the
+concept); parsing lives here, work lives there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from provkg.config import DEFAULT_STORE
+from provkg.errors import ProvkgError
+
+__all__ = ["main", "build_parser"]
+
+EPILOG = """\
+stores (--store URL or PROVKG_STORE):
+  oxigraph:DIR                 embedded Oxigraph on disk (default: oxigraph:provkg-data)
+  memory:                      embedded Oxigraph in memory (gone when the command ends)
+  rdflib:                      rdflib in memory
+  sparql+http://HOST:PORT/PATH any SPARQL 1.1 endpoint (see `provkg init --help`)
+
+examples:
+  provkg demo                                  # the seismic lifecycle, end to end
+  provkg init                                  # load the ontologies into ./provkg-data
+  provkg ingest spool/ --spec training.yaml    # events -> typed PROV-ML triples
+  provkg query --list                          # the canned lifecycle queries
+  provkg query q7 --param dataset=file:///data/train.h5 --format json
+"""
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        default=os.environ.get("PROVKG_STORE", DEFAULT_STORE),
+        help="store URL (default: $PROVKG_STORE or %(default)s)",
+    )
+
+
+def _format_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                   help="table for people, json / csv for scripts (default: %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="provkg",
+        description="Provenance knowledge graphs for the scientific-ML lifecycle: capture events, "
+        "map them to PROV-ML / PROVLake / S-PROV triples, store them, ask lifecycle questions.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description or help,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    # -- demo ---------------------------------------------------------------
+    p = add("demo", "run the seismic scientific-ML lifecycle end to end and answer Q1-Q7",
+            "Generates a synthetic seismic cube, writes it as SEG-Y, curates it, prepares HDF5 "
+            "training sets, trains scikit-learn classifiers for 3 hyperparameter configurations, "
+            "captures everything with provkg.capture, and answers the PROV-ML paper's Q1-Q7.")
+    _store_arg(p)
+    p.add_argument("--out", default="provkg-demo", help="folder for data, models and the report")
+    p.add_argument("--sink", default=None,
+                   help="send events to a running server (http://HOST:PORT) instead of the store")
+    p.add_argument("--online", action="store_true",
+                   help="query the store each epoch while training and print the live loss")
+    p.add_argument("--fresh", action="store_true", help="start over: delete --out and the demo's graph")
+    p.add_argument("--epochs", type=int, default=None, help="epochs per training (smaller = faster)")
+    p.add_argument("--small", action="store_true", help="tiny sizes, for tests")
+    p.set_defaults(handler=_cmd_demo)
+
+    # -- init / load --------------------------------------------------------
+    p = add("init", "load the provkg ontologies (PROVLake, PROV-ML, S-PROV, seismic) into the store")
+    _store_arg(p)
+    p.set_defaults(handler=_cmd_init)
+
+    p = add("load", "load RDF files (Turtle, N-Triples, N-Quads, RDF/XML) into the store",
+            "Loads ontologies or domain knowledge graphs. The format comes from the file "
+            "extension (.ttl .nt .nq .rdf .owl .xml, optionally .gz).")
+    _store_arg(p)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--graph", default=None, help="named graph IRI to load into (default graph if omitted)")
+    p.set_defaults(handler=_cmd_load)
+
+    # -- ingest / spec / links ---------------------------------------------
+    p = add("ingest", "map captured events (JSONL, .gz, .zst files or spool folders) into the store")
+    _store_arg(p)
+    p.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    p.add_argument("--spec", action="append", default=[], metavar="SPEC",
+                   help="prospective spec (YAML / JSON); repeat for several workflows")
+    p.add_argument("--schema", choices=["typed", "tagged", "sprov"], default="typed",
+                   help="typed PROV-ML (default), tag-based PROVLake, or S-PROV")
+    p.set_defaults(handler=_cmd_ingest)
+
+    p = add("spec", "work with prospective specs")
+    spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
+    sv = spec_sub.add_parser("validate", help="check a spec; errors name file, line and field")
+    sv.add_argument("files", nargs="+", metavar="SPEC")
+    sv.set_defaults(handler=_cmd_spec_validate)
+
+    p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)")
+    _store_arg(p)
+    p.add_argument("value_id", metavar="VALUE_ID", help="captured value id or location URI")
+    p.add_argument("target", metavar="IRI", help="domain-KG resource the value denotes")
+    p.add_argument("--agent", default=None, help="who asserts the link (default: $USER)")
+    p.set_defaults(handler=_cmd_link)
+
+    p = add("check-links", "list domain links whose target the loaded domain graphs do not describe")
+    _store_arg(p)
+    p.set_defaults(handler=_cmd_check_links)
+
+    # -- queries ------------------------------------------------------------
+    p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)")
+    _store_arg(p)
+    p.add_argument("name", nargs="?", help="query name (see --list)")
+    p.add_argument("--list", action="store_true", help="list canned queries, parameters and columns")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="K=V", help="a parameter; repeat")
+    p.add_argument("--schema", choices=["typed", "tagged", "sprov"], default="typed")
+    p.add_argument("--show", action="store_true", help="print the SPARQL instead of running it")
+    _format_arg(p)
+    p.set_defaults(handler=_cmd_query)
+
+    p = add("sparql", "run a read-only SPARQL query from a file ('-' for stdin)")
+    _store_arg(p)
+    p.add_argument("file", metavar="FILE.rq")
+    _format_arg(p)
+    p.set_defaults(handler=_cmd_sparql)
+
+    # -- capture side -------------------------------------------------------
+    p = add("schema", "print JSON Schemas of the public formats")
+    p.add_argument("which", choices=["events"], help="events: wire format v1 batch envelope")
+    p.set_defaults(handler=_cmd_schema)
+
+    p = add("replay", "re-send a capture spool to a server or another sink (idempotent)")
+    p.add_argument("spool", metavar="SPOOL_DIR")
+    p.add_argument("--to", required=True, metavar="URL", help="http://HOST:PORT, mqtt://HOST:PORT/TOPIC or file:DIR")
+    p.set_defaults(handler=_cmd_replay)
+
+    # -- service ------------------------------------------------------------
+    p = add("serve", "run the HTTP API (ingest, canned queries, read-only SPARQL)")
+    _store_arg(p)
+    p.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    p.set_defaults(handler=_cmd_serve)
+
+    p = add("listen", "consume capture batches from an MQTT broker into the ingest queue")
+    _store_arg(p)
+    p.add_argument("url", metavar="mqtt://HOST:PORT/PREFIX/#")
+    p.set_defaults(handler=_cmd_listen)
+
+    # -- benchmarks ---------------------------------------------------------
+    p = add("bench", "benchmarks")
+    bench_sub = p.add_subparsers(dest="bench_command", metavar="WHICH")
+    bc = bench_sub.add_parser("clauses", help="clause counts per query part, typed vs tagged, next to the paper's Table 3")
+    bc.set_defaults(handler=_cmd_bench_clauses)
+    bs = bench_sub.add_parser("schemas", help="the paper's typed vs tag-based experiment across stores")
+    bs.add_argument("--scale", type=float, default=0.01, help="fraction of the paper's 10.17M triples (0.01 .. 1)")
+    bs.add_argument("--stores", default="oxigraph,memory,rdflib,oxigraph-server,virtuoso",
+                    help="comma-separated stores to measure")
+    bs.add_argument("--out", default="benchmarks/results", help="where results go")
+    bs.set_defaults(handler=_cmd_bench_schemas)
+
+    return parser
+
+
+# ---------------------------------------------------------------------------
+# handlers: thin, each delegates to the module that owns the concept
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from provkg import demo
+
+    return demo.run(args)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from provkg.service import loading
+
+    return loading.cmd_init(args)
+
+
+def _cmd_load(args: argparse.Namespace) -> int:
+    from provkg.service import loading
+
+    return loading.cmd_load(args)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from provkg.service import ingest
+
+    return ingest.cmd_ingest(args)
+
+
+def _cmd_spec_validate(args: argparse.Namespace) -> int:
+    from provkg import spec
+
+    return spec.cmd_validate(args)
+
+
+def _cmd_link(args: argparse.Namespace) -> int:
+    from provkg.service import ingest
+
+    return ingest.cmd_link(args)
+
+
+def _cmd_check_links(args: argparse.Namespace) -> int:
+    from provkg.service import ingest
+
+    return ingest.cmd_check_links(args)
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from provkg.service import querying
+
+    return querying.cmd_query(args)
+
+
+def _cmd_sparql(args: argparse.Namespace) -> int:
+    from provkg.service import querying
+
+    return querying.cmd_sparql(args)
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from provkg.events import batch_schema
+
+    print(json.dumps(batch_schema(), indent=2))
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from provkg.capture import replay
+
+    return replay.cmd_replay(args)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from provkg.api import server
+
+    return server.cmd_serve(args)
+
+
+def _cmd_listen(args: argparse.Namespace) -> int:
+    from provkg.api import listener
+
+    return listener.cmd_listen(args)
+
+
+def _cmd_bench_clauses(args: argparse.Namespace) -> int:
+    from provkg.queries import clauses
+
+    return clauses.cmd_clauses(args)
+
+
+def _cmd_bench_schemas(args: argparse.Namespace) -> int:
+    from provkg.bench import schemas
+
+    return schemas.cmd_schemas(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except ProvkgError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The provkg exception tree.
+
+One root, a short tree; foreign exceptions are mapped once, at the boundary
+where they enter provkg, with ``raise X(...) from exc``::
+
+    ProvkgError
+    ├── BadEvent            an event or batch does not follow wire format v1
+    ├── BadSpec             a prospective spec is invalid (file, line, field)
+    ├── MappingError        events could not be turned into triples
+    ├── StoreError          a store answered with an error
+    │   ├── StoreUnavailable    the store cannot be reached or opened
+    │   └── QuerySyntaxError    SPARQL did not parse (line and column when known)
+    ├── QueryTimeout        a query ran past its time limit
+    ├── UnknownQuery        no canned query has that name
+    ├── BadParameter        a query parameter is missing or malformed
+    └── NotFound            a named resource (spec, ontology, file) does not exist
+
+The API turns these into 4xx / 5xx answers ``{"error": ..., "detail": ...}``;
+the CLI prints ``error: ...`` and exits 1. The capture library never raises
+them into user code.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ProvkgError",
+    "BadEvent",
+    "BadSpec",
+    "MappingError",
+    "StoreError",
+    "StoreUnavailable",
+    "QuerySyntaxError",
+    "QueryTimeout",
+    "UnknownQuery",
+    "BadParameter",
+    "NotFound",
+]
+
+
+class ProvkgError(Exception):
+    """Root of every error provkg raises on purpose."""
+
+    #: short machine-readable name used by the API's error body
+    code = "provkg_error"
+
+
+class BadEvent(ProvkgError):
+    code = "bad_event"
+
+
+class BadSpec(ProvkgError):
+    code = "bad_spec"
+
+
+class MappingError(ProvkgError):
+    code = "mapping_error"
+
+
+class StoreError(ProvkgError):
+    code = "store_error"
+
+
+class StoreUnavailable(StoreError):
+    code = "store_unavailable"
+
+
+class QuerySyntaxError(StoreError):
+    code = "query_syntax"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(f"{message}{where}" if where and where not in message else message)
+        self.line = line
+        self.column = column
+
+
+class QueryTimeout(ProvkgError):
+    code = "query_timeout"
+
+
+class UnknownQuery(ProvkgError):
+    code = "unknown_query"
+
+
+class BadParameter(ProvkgError):
+    code = "bad_parameter"
+
+
+class NotFound(ProvkgError):
+    code = "not_found"

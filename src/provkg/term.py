@@ -1,0 +1,142 @@
+"""RDF terms as N-Triples text: the one place IRIs are minted and literals escaped.
+
+The mapper writes triples as tuples of N-Triples terms (``<iri>``,
+``"lexical"^^<datatype>``) because every backend bulk-loads N-Triples fast
+and exactly; the query layer binds parameters with the same functions, so a
+user string can only ever become one well-formed, escaped term.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timezone
+from urllib.parse import quote
+
+from provkg.errors import BadParameter
+from provkg.vocab import DEFAULT_BASE, RDF, XSD
+
+__all__ = [
+    "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
+    "datetime_literal", "escape_string", "ntriples_line",
+]
+
+#: (subject, predicate, object), each an N-Triples term
+Triple = tuple[str, str, str]
+
+# RFC 3987 forbids these in an IRI; N-Triples / SPARQL IRIREF forbids them too.
+_BAD_IRI_CHARS = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+# characters left readable in minted IRIs; everything else is percent-encoded,
+# including '%', so minting is injective
+_SAFE_ID_CHARS = "-._~:@/"
+
+
+def is_valid_iri(value: str) -> bool:
+    """True when ``value`` is an absolute IRI that can be written as ``<value>``.
+
+    >>> is_valid_iri("https://w3id.org/provkg/id/task/t1"), is_valid_iri("x> } DROP ALL #")
+    (True, False)
+    """
+    return bool(_SCHEME.match(value)) and not _BAD_IRI_CHARS.search(value)
+
+
+def iri(value: str) -> str:
+    """``<value>`` after checking that ``value`` is an absolute, well-formed IRI.
+
+    >>> iri("http://www.w3.org/ns/prov#used")
+    '<http://www.w3.org/ns/prov#used>'
+
+    Raises:
+        BadParameter: when ``value`` is not an absolute IRI or holds a character IRIs forbid.
+    """
+    if not isinstance(value, str) or not is_valid_iri(value):
+        raise BadParameter(
+            "expected an absolute IRI such as https://example.org/x "
+            "(a scheme, no spaces, none of <>\"{}|^`\\)"
+        )
+    return f"<{value}>"
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile(r'[\\"\n\r\t\x00-\x08\x0b\x0c\x0e-\x1f\x7f]')
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return _ESCAPES.get(c) or f"\\u{ord(c):04X}"
+
+
+def escape_string(text: str) -> str:
+    """Escape ``text`` for the inside of an N-Triples / SPARQL string literal."""
+    return _NEEDS_ESCAPE.sub(_escape_char, text)
+
+
+def _double_lexical(x: float) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "INF" if x > 0 else "-INF"
+    return repr(x)  # shortest repr that round-trips exactly
+
+
+def literal(value: object, datatype: str | None = None) -> str:
+    """An N-Triples literal keeping the JSON type of ``value``.
+
+    bool -> xsd:boolean, int -> xsd:integer, float -> xsd:double (exact, shortest
+    round-trip form), str -> xsd:string, list / dict -> rdf:JSON, datetime -> xsd:dateTime.
+
+    >>> literal(3), literal(0.1), literal(True), literal('say "hi"')
+    ('"3"^^<http://www.w3.org/2001/XMLSchema#integer>', '"0.1"^^<http://www.w3.org/2001/XMLSchema#double>', '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>', '"say \\\\"hi\\\\""')
+    """
+    if datatype is not None:
+        return f'"{escape_string(str(value))}"^^<{datatype}>'
+    if isinstance(value, bool):
+        return f'"{"true" if value else "false"}"^^<{XSD.boolean}>'
+    if isinstance(value, int):
+        return f'"{value}"^^<{XSD.integer}>'
+    if isinstance(value, float):
+        return f'"{_double_lexical(value)}"^^<{XSD.double}>'
+    if isinstance(value, str):
+        return f'"{escape_string(value)}"'
+    if isinstance(value, datetime):
+        return datetime_literal(value.timestamp())
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+        return f'"{escape_string(text)}"^^<{RDF.JSON}>'
+    raise BadParameter(f"cannot write a {type(value).__name__} as an RDF literal")
+
+
+def datetime_literal(seconds: float) -> str:
+    """xsd:dateTime in UTC with microseconds, from seconds since the epoch.
+
+    >>> datetime_literal(0.5)
+    '"1970-01-01T00:00:00.500000Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
+    """
+    dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return f'"{dt.strftime("%Y-%m-%dT%H:%M:%S.%f")}Z"^^<{XSD.dateTime}>'
+
+
+def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE) -> str:
+    """The IRI (without angle brackets) of an instance: ``{base}{kind}/{part}/...``.
+
+    Each part is percent-encoded so any client-chosen id gives a valid IRI and
+    two different ids never give the same IRI.
+
+    >>> mint_iri("task", "run-1/epoch 3")
+    'https://w3id.org/provkg/id/task/run-1/epoch%203'
+    """
+    return base + kind + "/" + "/".join(quote(p, safe=_SAFE_ID_CHARS) for p in parts)
+
+
+def id_from_iri(value: str, kind: str, *, base: str = DEFAULT_BASE) -> str | None:
+    """The id inside an IRI minted by :func:`mint_iri`, or None if it is not one."""
+    from urllib.parse import unquote
+
+    prefix = base + kind + "/"
+    return unquote(value[len(prefix):]) if value.startswith(prefix) else None
+
+
+def ntriples_line(t: Triple) -> str:
+    return f"{t[0]} {t[1]} {t[2]} .\n"
