@@ -1,0 +1,237 @@
+"""The one reader of provkg's ontology files (``ontology/*.ttl``).
+
+The files live at the repository root in ``ontology/`` and ship inside the wheel
+as ``provkg/_data/ontology`` (pyproject force-include). This module finds them in
+either place, so an editable checkout and an installed wheel behave the same.
+
+``ontology/imports/`` holds local copies of the W3C / community ontologies ours
+build on (PROV-O, ML Schema, ProvONE), so OWL reasoning works
+offline: :func:`load_owlready_world` loads everything into an owlready2 world with
+every ``owl:imports`` redirected to those copies, and :func:`run_reasoner`
+classifies it with HermiT.
+
+>>> ontology_names()
+['provlake', 'prov-ml', 's-prov', 'seismic', 'provkg']
+>>> "owl:Ontology" in read_ontology("prov-ml")
+True
+>>> ontology_path("prov-ml").name
+'prov-ml.ttl'
+
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from provkg.errors import NotFound, ProvkgError
+
+if TYPE_CHECKING:  # owlready2 is imported lazily: only reasoning needs it
+    import owlready2
+
+__all__ = [
+    "ontology_names",
+    "ontology_path",
+    "read_ontology",
+    "all_ontology_paths",
+    "import_paths",
+    "ontology_iri",
+    "load_owlready_world",
+    "run_reasoner",
+]
+
+#: our ontologies, in dependency order (each builds only on the ones before it)
+_FILES: dict[str, str] = {
+    "provlake": "provlake.ttl",
+    "prov-ml": "prov-ml.ttl",
+    "s-prov": "s-prov.ttl",
+    "seismic": "seismic.ttl",
+    "provkg": "provkg.ttl",
+}
+
+#: ontology IRI (as used in owl:imports) -> file in ``ontology/imports/``
+#: (trailing "#" or "/" ignored when matching)
+_IMPORTS: dict[str, str] = {
+    "http://www.w3.org/ns/prov-o": "prov-o.ttl",
+    "http://www.w3.org/ns/prov": "prov-o.ttl",
+    "http://www.w3.org/ns/mls": "MLSchema.ttl",
+    "http://purl.dataone.org/provone/2015/01/15/ontology": "provone.owl",
+}
+
+#: the owl:Ontology IRI each of our files declares (used to resolve imports among ours)
+_ONTOLOGY_IRIS: dict[str, str] = {
+    "provlake": "https://w3id.org/provkg/provlake",
+    "prov-ml": "https://w3id.org/provkg/provml",
+    "s-prov": "https://raw.githubusercontent.com/KNMI/s-provenance/master/resources/s-prov.owl",
+    "seismic": "https://w3id.org/provkg/seismic",
+    "provkg": "https://w3id.org/provkg/ns",
+}
+
+
+@cache
+def _ontology_dir() -> Path:
+    """The folder holding our .ttl files: the wheel's data folder, else the repo's."""
+    packaged = Path(__file__).resolve().parent / "_data" / "ontology"
+    if packaged.is_dir():
+        return packaged
+    in_repo = Path(__file__).resolve().parents[2] / "ontology"
+    if in_repo.is_dir():
+        return in_repo
+    raise NotFound(
+        f"ontology folder not found: looked in {packaged} (installed wheel) and "
+        f"{in_repo} (source checkout)"
+    )
+
+
+def ontology_names() -> list[str]:
+    """Names of provkg's ontologies, in dependency order."""
+    return list(_FILES)
+
+
+def ontology_path(name: str) -> Path:
+    """Path of the Turtle file of ontology ``name``.
+
+    Raises:
+        NotFound: ``name`` is not one of :func:`ontology_names`, or its file is missing.
+    """
+    try:
+        file_name = _FILES[name]
+    except KeyError:
+        raise NotFound(
+            f"unknown ontology {name!r}; expected one of: {', '.join(_FILES)}"
+        ) from None
+    path = _ontology_dir() / file_name
+    if not path.is_file():
+        raise NotFound(f"ontology file missing: {path}")
+    return path
+
+
+def read_ontology(name: str) -> str:
+    """Turtle text of ontology ``name`` (see :func:`ontology_names`).
+
+    Raises:
+        NotFound: unknown name or missing file.
+    """
+    return ontology_path(name).read_text(encoding="utf-8")
+
+
+def all_ontology_paths() -> list[Path]:
+    """Paths of our five ontology files, in dependency order."""
+    return [ontology_path(name) for name in _FILES]
+
+
+def ontology_iri(name: str) -> str:
+    """The ``owl:Ontology`` IRI declared by ontology ``name``."""
+    ontology_path(name)  # same NotFound for unknown names
+    return _ONTOLOGY_IRIS[name]
+
+
+def import_paths() -> list[Path]:
+    """Paths of the local copies of the ontologies ours import (PROV-O, MLS, ProvONE, ...)."""
+    folder = _ontology_dir() / "imports"
+    return [folder / f for f in dict.fromkeys(_IMPORTS.values())]
+
+
+def load_owlready_world(extra_paths: Iterable[Path | str] = ()) -> owlready2.World:
+    """A fresh owlready2 world holding our ontologies, their imports and ``extra_paths``.
+
+    Every ``owl:imports`` is answered from ``ontology/imports`` or from our own
+    files, so nothing is fetched from the network (owlready2 would try to).
+    ``extra_paths`` are further RDF files (Turtle, N-Triples, RDF/XML), e.g. a
+    small instance graph to check for consistency with :func:`run_reasoner`.
+
+    Raises:
+        NotFound: a file is missing, or a file imports an ontology with no local copy.
+        ProvkgError: a file cannot be parsed.
+    """
+    import owlready2  # lazy: a large module that only reasoning needs
+
+    world = owlready2.World()
+    loaded: set[Path] = set()
+
+    def load(path: Path) -> None:
+        path = path.resolve()
+        if path in loaded:
+            return
+        loaded.add(path)
+        imports, ntriples = _ntriples_without_imports(path)
+        for iri in imports:  # dependencies first, from the local copies
+            load(_local_copy(iri, importer=path))
+        try:
+            world.get_ontology(path.as_uri()).load(fileobj=io.BytesIO(ntriples), format="ntriples")
+        except Exception as exc:  # owlready2 raises assorted parser errors
+            raise ProvkgError(f"owlready2 could not load {path}: {exc}") from exc
+
+    for path in [*all_ontology_paths(), *(Path(p) for p in extra_paths)]:
+        load(path)
+    return world
+
+
+def _local_copy(iri: str, *, importer: Path) -> Path:
+    """The local file standing for ontology ``iri`` (imported by ``importer``)."""
+    key = iri.rstrip("#/")
+    for name, own_iri in _ONTOLOGY_IRIS.items():
+        if own_iri == key:
+            return ontology_path(name)
+    if key in _IMPORTS:
+        path = _ontology_dir() / "imports" / _IMPORTS[key]
+        if path.is_file():
+            return path
+    raise NotFound(f"{importer} imports {iri}, which has no local copy in ontology/imports")
+
+
+def _ntriples_without_imports(path: Path) -> tuple[list[str], bytes]:
+    """The ``owl:imports`` IRIs of an RDF file and its other triples as N-Triples.
+
+    owlready2 reads N-Triples but not Turtle, and would fetch imports itself.
+    """
+    if not path.is_file():
+        raise NotFound(f"RDF file missing: {path}")
+    return _convert(path, path.stat().st_mtime)
+
+
+@cache
+def _convert(path: Path, mtime: float) -> tuple[list[str], bytes]:  # mtime: cache key only
+    from rdflib import OWL, Graph  # lazy, like owlready2
+
+    graph = Graph()
+    fmt = _RDF_FORMATS.get(path.suffix.lower(), "turtle")
+    try:
+        graph.parse(path, format=fmt)
+    except Exception as exc:  # rdflib raises many parser exception types
+        raise ProvkgError(f"could not parse {path} as {fmt}: {exc}") from exc
+    imports = sorted(str(o) for o in graph.objects(None, OWL.imports))
+    graph.remove((None, OWL.imports, None))
+    return imports, graph.serialize(format="nt", encoding="utf-8")
+
+
+_RDF_FORMATS = {".ttl": "turtle", ".nt": "nt", ".owl": "xml", ".rdf": "xml", ".xml": "xml",
+                ".nq": "nquads", ".jsonld": "json-ld"}
+
+
+def run_reasoner(world: owlready2.World) -> None:
+    """Classify ``world`` with HermiT (needs ``java``), adding inferred types in place.
+
+    Datatypes outside the OWL 2 datatype map (``rdf:JSON``, ``geo:wktLiteral``)
+    are ignored rather than rejected.
+
+    Raises:
+        ProvkgError: the world is inconsistent, some named class is unsatisfiable,
+            or the reasoner could not run (e.g. no Java runtime).
+    """
+    import owlready2
+
+    try:
+        owlready2.sync_reasoner(
+            world, infer_property_values=False, debug=0, ignore_unsupported_datatypes=True
+        )
+    except owlready2.OwlReadyInconsistentOntologyError as exc:
+        raise ProvkgError("OWL reasoner: the ontologies and data are inconsistent") from exc
+    except (owlready2.OwlReadyJavaError, OSError) as exc:
+        raise ProvkgError(f"OWL reasoner could not run (is Java installed?): {exc}") from exc
+    unsatisfiable = sorted(c.iri for c in world.inconsistent_classes())
+    if unsatisfiable:
+        raise ProvkgError(f"OWL reasoner: unsatisfiable classes: {', '.join(unsatisfiable)}")
