@@ -1,0 +1,98 @@
+"""Triple stores behind one small interface, picked by URL.
+
+Store URLs (``--store URL`` or ``PROVKG_STORE``):
+
+=============================================  ==============================================
+``oxigraph:DIR``                               embedded Oxigraph on disk (default ``oxigraph:provkg-data``)
+``memory:``                                    embedded Oxigraph in memory
+``rdflib:``                                    rdflib ``Dataset`` in memory (small graphs; slow queries)
+``oxigraph+http://HOST:PORT``                  an Oxigraph server (``oxigraph serve``): ``/query``,
+                                               ``/update``, Graph Store Protocol at ``/store``
+``virtuoso+http://HOST:PORT``                  a Virtuoso server: ``/sparql``, updates through the
+                                               authenticated ``/sparql-auth`` (``?user=dba&password=dba``)
+``sparql+http(s)://HOST:PORT/PATH``            any SPARQL 1.1 endpoint; the URL is the query endpoint
+=============================================  ==============================================
+
+Options for the server forms go in the query string and are removed from the endpoint URL:
+``update=URL|/path`` (update endpoint; default: the query URL), ``gsp=URL|/path`` (Graph Store
+Protocol endpoint for fast bulk loads), ``user=`` / ``password=`` (HTTP credentials, digest or
+basic), ``default_graph=IRI`` (where writes without a graph go, for stores with no writable
+default graph), ``union=PARAM`` (query parameter asking the endpoint for the union default graph).
+Example: ``sparql+http://127.0.0.1:7878/query?update=/update&gsp=/store&union=union-default-graph``.
+
+>>> with open_store("memory:") as store:
+...     store.count()
+0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from provkg.errors import BadParameter, StoreUnavailable
+from provkg.store.base import Rows, Store
+
+__all__ = ["open_store", "Store", "Rows", "STORE_SCHEMES"]
+
+
+def _oxigraph(rest: str, url: str) -> Store:
+    from provkg.store.oxigraph_store import OxigraphStore
+
+    if not rest:
+        raise BadParameter(f"store URL {url!r} names no folder: expected oxigraph:DIR, "
+                           "e.g. oxigraph:provkg-data")
+    return OxigraphStore(rest, url=url)
+
+
+def _memory(rest: str, url: str) -> Store:
+    from provkg.store.oxigraph_store import OxigraphStore
+
+    return OxigraphStore(None, url=url)
+
+
+def _rdflib(rest: str, url: str) -> Store:
+    from provkg.store.rdflib_store import RdflibStore
+
+    return RdflibStore(url=url)
+
+
+def _sparql(rest: str, url: str) -> Store:
+    from provkg.store.sparql_store import open_endpoint
+
+    return open_endpoint(url)
+
+
+#: URL scheme -> factory(rest of the URL after "scheme:", whole URL); imports are lazy
+STORE_SCHEMES: dict[str, Callable[[str, str], Store]] = {
+    "oxigraph": _oxigraph,
+    "memory": _memory,
+    "rdflib": _rdflib,
+    "sparql+http": _sparql,
+    "sparql+https": _sparql,
+    "oxigraph+http": _sparql,
+    "oxigraph+https": _sparql,
+    "virtuoso+http": _sparql,
+    "virtuoso+https": _sparql,
+}
+
+
+def open_store(url: str) -> Store:
+    """Open the store named by ``url`` (forms in this module's docstring).
+
+    Raises:
+        BadParameter: the URL has no known scheme.
+        StoreUnavailable: the store cannot be opened or reached.
+    """
+    scheme, sep, rest = url.partition(":")
+    factory = STORE_SCHEMES.get(scheme.lower()) if sep else None
+    if factory is None:
+        raise BadParameter(
+            f"unknown store URL {url!r}: expected one of oxigraph:DIR, memory:, rdflib:, "
+            "oxigraph+http://HOST:PORT, virtuoso+http://HOST:PORT, sparql+http://HOST:PORT/PATH "
+            "(see `provkg --help`)"
+        )
+    try:
+        return factory(rest, url)
+    except ImportError as exc:  # a backend's package is not installed
+        raise StoreUnavailable(f"store {url!r} needs the package {exc.name!r}: "
+                               f"pip install {exc.name}") from exc

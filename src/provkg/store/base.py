@@ -1,0 +1,269 @@
+"""The store interface every backend implements, and the rows queries return.
+
+A :class:`Store` has one job per method (like httpx's transports): add triples,
+bulk-load a file, answer SELECT / ASK / CONSTRUCT, run an update, count, list
+graphs, clear, close. Queries always see the union of all graphs. Terms going in
+and out are N-Triples text (what :mod:`provkg.term` writes); values in SELECT
+rows are plain Python (see :func:`python_value`).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provkg.errors import BadParameter, QuerySyntaxError
+from provkg.term import Triple, escape_string
+from provkg.vocab import XSD
+
+__all__ = [
+    "Store", "Rows", "python_value", "ntriples_term", "rdf_format_of", "syntax_error",
+    "ntriples_bytes", "RDF_FORMATS",
+]
+
+
+@dataclass
+class Rows:
+    """The answer to a SELECT: column names and rows of Python values.
+
+    >>> rows = Rows(["name", "n"], [["a", 1], ["b", None]])
+    >>> rows.as_dicts()
+    [{'name': 'a', 'n': 1}, {'name': 'b', 'n': None}]
+    >>> rows.column("n"), len(rows)
+    ([1, None], 2)
+    """
+
+    columns: list[str]
+    rows: list[list[object]] = field(default_factory=list)
+
+    def as_dicts(self) -> list[dict[str, object]]:
+        """One ``{column: value}`` dict per row."""
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+    def column(self, name: str) -> list[object]:
+        """Every value of column ``name``, in row order."""
+        try:
+            i = self.columns.index(name)
+        except ValueError:
+            raise BadParameter(f"no column {name!r}; columns are {self.columns}") from None
+        return [row[i] for row in self.rows]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[list[object]]:
+        return iter(self.rows)
+
+
+class Store(ABC):
+    """A triple store provkg can write to and query. Use :func:`provkg.store.open_store`.
+
+    Stores are context managers: ``with open_store("memory:") as store: ...``.
+    """
+
+    #: the URL the store was opened with
+    url: str = ""
+
+    @abstractmethod
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+        """Add triples (tuples of N-Triples terms) to ``graph`` (IRI; default graph if None).
+
+        Adding a triple that is already there changes nothing. Returns how many
+        triples were given.
+
+        Raises:
+            StoreError: a term is not valid N-Triples, or the store refused the data.
+        """
+
+    @abstractmethod
+    def load_file(self, path: str | Path, *, format: str | None = None,
+                  graph: str | None = None) -> int:
+        """Bulk-load an RDF file (Turtle, N-Triples, N-Quads, RDF/XML; ``.gz`` too).
+
+        ``format`` is a key of :data:`RDF_FORMATS`, guessed from the extension when
+        None. Returns the number of triples (quads) read from the file.
+
+        Raises:
+            NotFound: no such file.  BadParameter: unknown format.
+            StoreError: the file does not parse (with line) or the store refused it.
+        """
+
+    @abstractmethod
+    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+        """Run a SPARQL SELECT over the union of all graphs.
+
+        Raises:
+            QuerySyntaxError: the query does not parse (line and column when known).
+            QueryTimeout: it ran past ``timeout`` seconds.  StoreError: any other failure.
+        """
+
+    @abstractmethod
+    def ask(self, query: str) -> bool:
+        """Run a SPARQL ASK over the union of all graphs."""
+
+    @abstractmethod
+    def construct(self, query: str) -> list[Triple]:
+        """Run a SPARQL CONSTRUCT (or DESCRIBE); triples as N-Triples terms."""
+
+    @abstractmethod
+    def update(self, sparql: str) -> None:
+        """Run a SPARQL 1.1 Update."""
+
+    @abstractmethod
+    def count(self, *, graph: str | None = None) -> int:
+        """Triples in ``graph``, or summed over the default graph and every named graph."""
+
+    @abstractmethod
+    def graphs(self) -> list[str]:
+        """IRIs of the named graphs holding data, sorted."""
+
+    @abstractmethod
+    def clear(self, *, graph: str | None = None) -> None:
+        """Remove every triple of ``graph``, or of the whole store when None."""
+
+    def close(self) -> None:
+        """Release files, locks and connections. Closing twice is harmless."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+# -- values ------------------------------------------------------------------
+
+_XSD = XSD.namespace
+_INTEGER_TYPES = {_XSD + t for t in (
+    "integer", "long", "int", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte")}
+_FLOAT_TYPES = {_XSD + "double", _XSD + "float", _XSD + "decimal"}
+_SPECIAL_FLOATS = {"INF": "inf", "+INF": "inf", "-INF": "-inf", "NaN": "nan"}
+
+
+def python_value(kind: str, value: str, datatype: str | None = None) -> object:
+    """A SPARQL result term as Python: IRI -> str, xsd integers -> int, double / float /
+    decimal -> float (exact: parsed from the lexical form), boolean -> bool, anything
+    else (strings, dateTime, ...) -> its lexical form. ``kind`` is ``uri``, ``bnode``
+    or ``literal`` (SPARQL JSON results' names).
+
+    >>> python_value("literal", "1e-300", XSD.double), python_value("literal", "42", XSD.integer)
+    (1e-300, 42)
+    """
+    if kind == "bnode":
+        return f"_:{value}"
+    if kind != "literal" or datatype is None:
+        return value
+    try:
+        if datatype in _INTEGER_TYPES:
+            return int(value)
+        if datatype in _FLOAT_TYPES:
+            return float(_SPECIAL_FLOATS.get(value.strip(), value))
+    except ValueError:
+        return value  # ill-typed literal: keep what the data says
+    if datatype == XSD.boolean:
+        return value.strip() in ("true", "1")
+    return value
+
+
+def ntriples_term(kind: str, value: str, datatype: str | None = None,
+                  language: str | None = None) -> str:
+    """A result term written the way :mod:`provkg.term` writes it (so backends agree).
+
+    >>> ntriples_term("literal", 'a "b"'), ntriples_term("uri", "http://x/y")
+    ('"a \\\\"b\\\\""', '<http://x/y>')
+    """
+    if kind == "uri":
+        return f"<{value}>"
+    if kind == "bnode":
+        return f"_:{value}"
+    text = f'"{escape_string(value)}"'
+    if language:
+        return f"{text}@{language}"
+    if datatype and datatype != XSD.string:
+        return f"{text}^^<{datatype}>"
+    return text
+
+
+def ntriples_bytes(triples: Iterable[Triple], graph: str | None = None) -> tuple[bytes, int]:
+    """N-Triples (or N-Quads when ``graph`` is given) for ``triples``, and how many there were."""
+    if graph is None:
+        lines = [f"{s} {p} {o} .\n" for s, p, o in triples]
+    else:
+        g = f"<{graph}>"
+        lines = [f"{s} {p} {o} {g} .\n" for s, p, o in triples]
+    return "".join(lines).encode("utf-8"), len(lines)
+
+
+# -- files --------------------------------------------------------------------
+
+#: format name -> (media type, file extensions)
+RDF_FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "turtle": ("text/turtle", (".ttl", ".turtle")),
+    "ntriples": ("application/n-triples", (".nt",)),
+    "nquads": ("application/n-quads", (".nq",)),
+    "rdfxml": ("application/rdf+xml", (".rdf", ".owl", ".xml")),
+    "trig": ("application/trig", (".trig",)),
+}
+
+
+def rdf_format_of(path: str | Path, format: str | None = None) -> tuple[str, bool]:
+    """The format name of ``path`` (from ``format`` or the extension) and whether it is gzipped.
+
+    >>> rdf_format_of("kg/survey.nt.gz")
+    ('ntriples', True)
+
+    Raises:
+        BadParameter: the format is unknown or cannot be guessed.
+    """
+    name = Path(path).name.lower()
+    gzipped = name.endswith(".gz")
+    if gzipped:
+        name = name[:-3]
+    if format is not None:
+        if format not in RDF_FORMATS:
+            raise BadParameter(f"unknown RDF format {format!r}; expected one of {sorted(RDF_FORMATS)}")
+        return format, gzipped
+    for fmt, (_, extensions) in RDF_FORMATS.items():
+        if name.endswith(extensions):
+            return fmt, gzipped
+    known = " ".join(e for _, exts in RDF_FORMATS.values() for e in exts)
+    raise BadParameter(f"cannot tell the RDF format of {path}: expected an extension among "
+                       f"{known} (optionally .gz), or give the format")
+
+
+_LINE_COLUMN = [
+    re.compile(r"\bat (\d+):(\d+)"),  # oxigraph: "error at 2:9: ..."
+    re.compile(r"line (\d+),? (?:between )?columns? (\d+)", re.I),  # oxigraph parsers
+    re.compile(r"\(at char \d+\), \(line:(\d+), col:(\d+)\)"),  # pyparsing (rdflib)
+    re.compile(r"line (\d+)\b", re.I),  # virtuoso: "SPARQL compiler, line 3: ..."
+]
+
+
+def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:
+    """A :class:`QuerySyntaxError` with the line and column found in a backend's message."""
+    line = column = None
+    for pattern in _LINE_COLUMN:
+        m = pattern.search(message)
+        if m:
+            line = int(m.group(1))
+            column = int(m.group(2)) if m.lastindex and m.lastindex >= 2 else None
+            break
+    text = f"{what} syntax error: {message.strip()}"
+    if column is None:  # line only (Virtuoso): keep the message free of "column None"
+        exc = QuerySyntaxError(text)
+        exc.line = line
+        return exc
+    return QuerySyntaxError(text, line=line, column=column)
+
+
+def first_value(rows: Rows) -> Any:
+    return rows.rows[0][0] if rows.rows else None

@@ -1,0 +1,211 @@
+"""Embedded Oxigraph (pyoxigraph 0.5): on disk (RocksDB folder) or in memory.
+
+Writes go through Oxigraph's N-Triples / N-Quads parser in large chunks
+(``bulk_load``), which is several times faster than building ``Quad`` objects
+one by one; adding the same triples twice leaves one copy, as for any quad set.
+Queries run with ``use_default_graph_as_union`` so they see every graph.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import gzip
+import itertools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+import pyoxigraph as ox
+
+from provkg.errors import NotFound, QueryTimeout, StoreError, StoreUnavailable
+from provkg.store.base import (
+    Rows,
+    Store,
+    ntriples_bytes,
+    ntriples_term,
+    python_value,
+    rdf_format_of,
+    syntax_error,
+)
+from provkg.store.progress import counting_reader
+from provkg.term import Triple
+
+__all__ = ["OxigraphStore"]
+
+T = TypeVar("T")
+
+#: triples serialized per bulk_load call: large enough to amortize the call, small
+#: enough to keep memory flat for millions of triples
+CHUNK = 200_000
+
+_FORMATS = {
+    "turtle": ox.RdfFormat.TURTLE,
+    "ntriples": ox.RdfFormat.N_TRIPLES,
+    "nquads": ox.RdfFormat.N_QUADS,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+    "trig": ox.RdfFormat.TRIG,
+}
+
+
+class OxigraphStore(Store):
+    """Embedded Oxigraph: ``OxigraphStore("provkg-data")`` on disk, ``OxigraphStore(None)`` in memory.
+
+    >>> store = OxigraphStore(None)
+    >>> store.add([("<http://ex.org/a>", "<http://ex.org/p>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>')])
+    1
+    >>> store.select("SELECT ?v WHERE { ?s ?p ?v }").rows
+    [[1]]
+
+    Raises:
+        StoreUnavailable: the folder cannot be opened (another process holds its lock,
+            or it cannot be created).
+    """
+
+    def __init__(self, directory: str | Path | None, *, url: str | None = None):
+        self.directory = Path(directory) if directory is not None else None
+        self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
+        try:
+            self._store = ox.Store(str(directory)) if directory is not None else ox.Store()
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot open the Oxigraph store in {directory}: {exc} "
+                "(is another provkg process or an Oxigraph server using that folder?)"
+            ) from exc
+
+    # -- writing ---------------------------------------------------------------
+
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+        fmt = ox.RdfFormat.N_TRIPLES if graph is None else ox.RdfFormat.N_QUADS
+        total = 0
+        it = iter(triples)
+        while chunk := list(itertools.islice(it, CHUNK)):
+            data, n = ntriples_bytes(chunk, graph)
+            self._write(lambda: self._store.bulk_load(input=data, format=fmt))
+            total += n
+        return total
+
+    def load_file(self, path: str | Path, *, format: str | None = None,
+                  graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
+        """See :meth:`Store.load_file`. ``progress`` is called with byte counts as the file is read."""
+        path = Path(path)
+        fmt, gzipped = rdf_format_of(path, format)
+        if not path.is_file():
+            raise NotFound(f"no such file: {path}")
+        before = len(self._store)
+        to_graph = ox.NamedNode(graph) if graph else None
+        with path.open("rb") as raw:
+            stream = counting_reader(raw, progress)
+            source = gzip.GzipFile(fileobj=stream) if gzipped else stream
+            self._write(lambda: self._store.bulk_load(
+                input=source, format=_FORMATS[fmt], base_iri=path.resolve().as_uri(),
+                to_graph=to_graph), what=str(path))
+        # duplicates in the file (or already stored) are not counted twice
+        return len(self._store) - before
+
+    def update(self, sparql: str) -> None:
+        self._write(lambda: self._store.update(sparql), what="SPARQL update")
+
+    def clear(self, *, graph: str | None = None) -> None:
+        if graph is None:
+            self._store.clear()
+        else:
+            self._store.remove_graph(ox.NamedNode(graph))
+
+    # -- reading ---------------------------------------------------------------
+
+    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+        def run() -> Rows:
+            solutions = self._query(query)
+            if not isinstance(solutions, ox.QuerySolutions):
+                raise StoreError("select() needs a SELECT query; use ask() or construct()")
+            columns = [v.value for v in solutions.variables]
+            return Rows(columns, [[_python(s[c]) for c in columns] for s in solutions])
+
+        return _with_timeout(run, timeout)
+
+    def ask(self, query: str) -> bool:
+        answer = self._query(query)
+        if not isinstance(answer, ox.QueryBoolean):
+            raise StoreError("ask() needs an ASK query")
+        return bool(answer)
+
+    def construct(self, query: str) -> list[Triple]:
+        answer = self._query(query)
+        if not isinstance(answer, ox.QueryTriples):
+            raise StoreError("construct() needs a CONSTRUCT or DESCRIBE query")
+        return [(_nt(t.subject), _nt(t.predicate), _nt(t.object)) for t in answer]
+
+    def count(self, *, graph: str | None = None) -> int:
+        if graph is None:
+            return len(self._store)
+        return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(graph)))
+
+    def graphs(self) -> list[str]:
+        return sorted(g.value for g in self._store.named_graphs() if isinstance(g, ox.NamedNode))
+
+    def close(self) -> None:
+        store, self._store = getattr(self, "_store", None), None
+        if store is not None and self.directory is not None:
+            store.flush()
+        del store  # RocksDB releases its lock when the object goes
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _query(self, query: str) -> object:
+        self._check_open()
+        try:
+            return self._store.query(query, use_default_graph_as_union=True)
+        except SyntaxError as exc:
+            raise syntax_error(str(exc)) from exc
+        except OSError as exc:
+            raise StoreError(f"Oxigraph could not run the query: {exc}") from exc
+
+    def _write(self, action: Callable[[], object], *, what: str = "the triples") -> None:
+        self._check_open()
+        try:
+            action()
+        except SyntaxError as exc:
+            raise syntax_error(str(exc), what=f"RDF in {what}" if what != "SPARQL update"
+                               else "SPARQL") from exc
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
+
+    def _check_open(self) -> None:
+        if self._store is None:
+            raise StoreUnavailable(f"the store {self.url} is closed")
+
+
+def _python(term: object) -> object:
+    if term is None:
+        return None
+    if isinstance(term, ox.Literal):
+        return python_value("literal", term.value, term.datatype.value)
+    if isinstance(term, ox.BlankNode):
+        return python_value("bnode", term.value)
+    return term.value  # type: ignore[attr-defined]
+
+
+def _nt(term: object) -> str:
+    if isinstance(term, ox.Literal):
+        return ntriples_term("literal", term.value, term.datatype.value, term.language)
+    if isinstance(term, ox.BlankNode):
+        return ntriples_term("bnode", term.value)
+    return ntriples_term("uri", term.value)  # type: ignore[attr-defined]
+
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _with_timeout(run: Callable[[], T], timeout: float | None) -> T:
+    """Run ``run`` with a time limit. pyoxigraph cannot interrupt a query: past the
+    limit the caller gets :class:`QueryTimeout` while the query finishes in the background."""
+    global _pool
+    if timeout is None:
+        return run()
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="provkg-query")
+    future = _pool.submit(run)
+    try:
+        return future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise QueryTimeout(f"the query ran past {timeout:g} s") from None
