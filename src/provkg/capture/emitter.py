@@ -1,0 +1,249 @@
+"""The asynchronous delivery core: a bounded queue, one background thread, batches, the spool.
+
+The caller's thread appends a plain event dict to a deque (no lock, no serialization, no I/O).
+The background thread groups events (``batch_size`` events, or whatever is older than
+``linger`` seconds), expands captured values into wire-format value dicts, and hands each batch
+to the sink. A batch the sink cannot take goes to the disk spool and is re-sent, in order, when
+the sink answers again (exponential backoff). A full queue spills to the spool from the caller's
+thread: the caller never waits for the network and memory never grows without limit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections import deque
+from typing import Any
+
+from provkg.capture.report import logger, report_once
+from provkg.capture.sink import Sink, SinkRejected
+from provkg.capture.spool import Spool
+from provkg.capture.values import expand_values
+
+__all__ = ["Emitter"]
+
+_MAX_BACKOFF = 30.0
+_open: weakref.WeakSet[Emitter] = weakref.WeakSet()
+
+
+class Emitter:
+    """Delivers the events of one workflow run to one sink."""
+
+    def __init__(self, sink: Sink, spool: Spool, *, batch_size: int = 50, linger: float = 1.0,
+                 max_queue: int = 100_000, flush_timeout: float = 5.0,
+                 replay_batch: int = 1000) -> None:
+        self.sink = sink
+        self.spool = spool
+        self.batch_size = max(1, batch_size)
+        self.linger = linger
+        self.max_queue = max_queue
+        self.flush_timeout = flush_timeout
+        self.replay_batch = max(self.batch_size, replay_batch)
+        self.sent_events = 0
+        self.sent_batches = 0
+        self._queue: deque[dict[str, Any]] = deque()
+        self._overflow_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._flushing = 0
+        self._inflight: list[dict[str, Any]] | None = None
+        self._retry_at = 0.0
+        self._backoff = 0.0
+        self._thread = threading.Thread(target=self._run, name=f"provkg-capture-{spool.run_id[:12]}",
+                                        daemon=True)
+        self._thread.start()
+        _open.add(self)
+
+    # -- caller's thread ----------------------------------------------------------------
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Queue one event; spill to the spool when the queue is full. Never blocks on I/O
+        except that spill, never raises."""
+        queue = self._queue
+        if len(queue) < self.max_queue:
+            queue.append(event)
+            return
+        self._spill(event)
+
+    def _spill(self, event: dict[str, Any]) -> None:
+        try:
+            with self._overflow_lock:
+                chunk = [event]
+                queue = self._queue
+                for _ in range(self.max_queue // 2):  # half the queue, so spills are rare and big
+                    try:
+                        chunk.append(queue.popleft())
+                    except IndexError:
+                        break
+                _expand(chunk)
+                self.spool.append(chunk)
+                report_once(("overflow", self.spool.root), f"the capture queue is full "
+                            f"({self.max_queue} events): spilling to {self.spool.directory}")
+        except Exception as exc:
+            report_once(("spill", type(exc)), f"spilling to the spool failed: {exc!r}")
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` s, default ``flush_timeout``) until every queued event has
+        been delivered or spooled; True when nothing is left in memory."""
+        deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
+        self._flushing += 1
+        try:
+            self._wake.set()
+            while time.monotonic() < deadline:
+                if not self._queue and self._inflight is None and (
+                        not self.spool.pending or time.monotonic() < self._retry_at
+                        or not self._thread.is_alive()):
+                    return True
+                time.sleep(0.002)
+            return False
+        finally:
+            self._flushing -= 1
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what is queued within ``timeout`` s, spool the rest, stop the thread."""
+        if self._closing:
+            return
+        timeout = self.flush_timeout if timeout is None else timeout
+        self._retry_at = 0.0  # one final attempt even while backing off; then the spool keeps the rest
+        self._closing = True
+        self._wake.set()
+        self._thread.join(timeout)
+        _open.discard(self)
+        if self._thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
+            leftover = list(self._inflight or []) + _drain(self._queue)
+            _expand(leftover)
+            if leftover:
+                self.spool.append(leftover)
+            report_once(("close-timeout", self.spool.directory), f"the sink did not finish within "
+                        f"{timeout} s; {len(leftover)} events spooled in {self.spool.directory}")
+        if self.spool.pending:
+            logger.warning("provkg.capture: %d events wait in %s; re-send them with "
+                           "`provkg replay %s --to URL`", self.spool.spooled_events,
+                           self.spool.directory, self.spool.root)
+
+    # -- background thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        poll = min(0.05, max(self.linger / 4, 0.001))
+        while True:
+            try:
+                if self._step():
+                    continue
+                if self._closing:
+                    break
+                self._wake.wait(poll)
+                self._wake.clear()
+            except Exception as exc:  # the delivery thread must never die
+                report_once(("loop", type(exc)), f"capture delivery error: {exc!r}")
+                time.sleep(poll)
+        try:
+            self.sink.close()
+        except Exception as exc:
+            report_once(("sink-close", type(exc)), f"closing the sink raised {exc!r}")
+
+    def _step(self) -> bool:
+        """Do one unit of work; False when there is nothing to do now."""
+        if self.spool.pending and time.monotonic() >= self._retry_at:
+            self._replay_oldest()
+            return True
+        queue = self._queue
+        n = len(queue)
+        if n == 0:
+            return False
+        if n < self.batch_size and not (self._closing or self._flushing) and \
+                time.time() - queue[0]["time"] < self.linger:
+            return False
+        batch = [queue.popleft() for _ in range(min(n, self.batch_size))]
+        self._deliver(batch)
+        return True
+
+    def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        _expand(batch)
+        if self.spool.pending or time.monotonic() < self._retry_at:
+            self.spool.append(batch)  # keep order: older spooled events go first
+            return
+        self._inflight = batch
+        try:
+            self.sink.send(batch)
+        except SinkRejected as exc:
+            self._rejected(batch, exc)
+        except Exception as exc:
+            self._failed(exc)
+            self.spool.append(batch)
+        else:
+            self._delivered(len(batch))
+        finally:
+            self._inflight = None
+
+    def _replay_oldest(self) -> None:
+        segment = self.spool.oldest()
+        if segment is None:
+            return
+        from provkg.capture.spool import read_segment
+
+        events = read_segment(segment)
+        for start in range(0, len(events), self.replay_batch):
+            chunk = events[start:start + self.replay_batch]
+            try:
+                self.sink.send(chunk)
+            except SinkRejected as exc:
+                self._rejected(chunk, exc)
+            except Exception as exc:
+                self._failed(exc)
+                self.spool.done(segment, remaining=events[start:])
+                return
+            else:
+                self._delivered(len(chunk))
+        self.spool.done(segment)
+
+    def _delivered(self, n: int) -> None:
+        self.sent_events += n
+        self.sent_batches += 1
+        if self._backoff:
+            logger.info("provkg.capture: the sink answers again; re-sending the spool")
+        self._backoff = 0.0
+        self._retry_at = 0.0
+
+    def _failed(self, exc: Exception) -> None:
+        self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
+        self._retry_at = time.monotonic() + self._backoff
+        report_once(("sink-down", type(self.sink), type(exc)), f"the sink {type(self.sink).__name__} "
+                    f"did not take a batch ({exc!r}); spooling to {self.spool.directory} and retrying")
+
+    def _rejected(self, batch: list[dict[str, Any]], exc: Exception) -> None:
+        path = self.spool.reject(batch, str(exc))
+        logger.error("provkg.capture: the receiver refused a batch of %d events: %s (kept in %s)",
+                     len(batch), exc, path)
+
+
+def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    while True:
+        try:
+            out.append(queue.popleft())
+        except IndexError:
+            return out
+
+
+def _expand(batch: list[dict[str, Any]]) -> None:
+    """Turn the caller's value snapshots (dicts) into wire value lists, in place."""
+    for event in batch:
+        for key in ("used", "generated"):
+            values = event.get(key)
+            if type(values) is dict:
+                if values:
+                    event[key] = expand_values(values)
+                else:
+                    del event[key]
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """Give every open emitter a bounded time to deliver; what is left is spooled."""
+    for emitter in list(_open):
+        try:
+            emitter.close()
+        except Exception as exc:  # pragma: no cover - exit path
+            report_once(("atexit", type(exc)), f"flushing at exit failed: {exc!r}")

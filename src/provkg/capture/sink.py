@@ -1,0 +1,98 @@
+"""The sink interface and the choice of a sink by URL.
+
+A sink receives batches of wire-format event dicts from the background thread. Raising from
+``send`` means "not delivered, try again later" (the batch is spooled and re-sent);
+raising ``SinkRejected`` means "delivered and refused" (the batch is kept in ``rejected/``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "SINK_SCHEMES"]
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Where captured events go. Called from one background thread at a time."""
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        """Deliver a batch of wire-format v1 event dicts, or raise (the batch will be retried)."""
+
+    def close(self) -> None:
+        """Release resources; called once, after the last ``send``."""
+
+
+class SinkRejected(Exception):
+    """The receiver understood the batch and refused it (HTTP 4xx): retrying will not help."""
+
+
+class MemorySink:
+    """Keeps every delivered event in ``self.events`` (tests, notebooks, in-process consumers)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.batches = 0
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.events.extend(events)
+            self.batches += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _file(url: str) -> Sink:
+    from provkg.capture.file_sink import FileSink
+
+    return FileSink.from_url(url)
+
+
+def _http(url: str) -> Sink:
+    from provkg.capture.http_sink import HttpSink
+
+    return HttpSink(url)
+
+
+def _mqtt(url: str) -> Sink:
+    from provkg.capture.mqtt_sink import MqttSink
+
+    return MqttSink.from_url(url)
+
+
+def _memory(url: str) -> Sink:
+    return MemorySink()
+
+
+#: URL scheme -> lazy factory (the sink's module is imported only when used)
+SINK_SCHEMES: dict[str, Callable[[str], Sink]] = {
+    "file": _file,
+    "http": _http,
+    "https": _http,
+    "mqtt": _mqtt,
+    "memory": _memory,
+}
+
+
+def open_sink(sink: str | Sink) -> Sink:
+    """A sink from a URL (``file:DIR``, ``http(s)://HOST:PORT``, ``mqtt://HOST:PORT/TOPIC``,
+    ``memory:``) or an object that already has ``send`` and ``close``.
+
+    Raises:
+        ValueError: an unknown scheme or an object without ``send`` / ``close``.
+    """
+    if isinstance(sink, str):
+        scheme = sink.split(":", 1)[0].lower() if ":" in sink else ""
+        factory = SINK_SCHEMES.get(scheme)
+        if factory is None:
+            raise ValueError(f"unknown sink {sink!r}: expected one of "
+                             + ", ".join(f"{s}:..." for s in SINK_SCHEMES) + " or a Sink object")
+        return factory(sink)
+    if callable(getattr(sink, "send", None)) and callable(getattr(sink, "close", None)):
+        return sink
+    raise ValueError(f"a sink needs send(events) and close() methods; {type(sink).__name__} has not")

@@ -1,0 +1,212 @@
+"""The capture API: workflow / task / values / decorator / sections, checked against wire format v1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pytest
+
+from provkg import capture
+from provkg.events import parse_batch, parse_event
+
+
+def _events(sink: capture.MemorySink) -> list[dict]:
+    for event in sink.events:
+        parse_event(event)  # every produced event follows wire format v1
+    return sink.events
+
+
+def _task_events(sink, event="end"):
+    return [e for e in _events(sink) if e["type"] == "task" and e["event"] == event]
+
+
+def test_workflow_and_tasks_produce_valid_events_in_order():
+    sink = capture.MemorySink()
+    with capture.workflow("flower-training", sink=sink, agent="alice") as wf:
+        with wf.task("training", used={"learning_rate": 1e-3}) as training:
+            with wf.task("epoch", parent=training, index=0) as epoch:
+                epoch.generate(loss=0.25)
+            training.generate(model=capture.ref("file:///models/m.pt"))
+    events = _events(sink)
+    kinds = [(e["type"], e["event"], e.get("transformation")) for e in events]
+    assert kinds == [("workflow", "begin", None), ("task", "begin", "training"),
+                     ("task", "begin", "epoch"), ("task", "end", "epoch"),
+                     ("task", "end", "training"), ("workflow", "end", None)]
+    begin, end = events[0], events[-1]
+    assert begin["id"] == end["id"] == wf.id and begin["workflow"] == "flower-training"
+    assert begin["agent"] == "alice" and begin["environment"]["pid"] > 0
+    assert end["status"] == "finished"
+    epoch_begin = events[2]
+    assert epoch_begin["parent"] == training.id and epoch_begin["index"] == 0
+    assert events[1]["used"] == [{"name": "learning_rate", "value": 1e-3}]
+    assert events[4]["generated"] == [{"name": "model", "location": "file:///models/m.pt"}]
+    assert parse_batch({"format": "provkg.events/1", "events": events})  # as one batch too
+    assert sink.closed
+
+
+def test_ids_are_unique_across_runs_and_tasks():
+    sink = capture.MemorySink()
+    ids = []
+    for _ in range(3):
+        with capture.workflow("w", sink=sink) as wf:
+            ids.append(wf.id)
+            ids.extend(wf.task("t").id for _ in range(100))
+    assert len(ids) == len(set(ids)) == 303
+
+
+def test_explicit_begin_end_use_generate_and_dependencies():
+    sink = capture.MemorySink()
+    wf = capture.workflow("chain", sink=sink, run_id="run-42").begin()
+    first = wf.task("load").begin()
+    first.generate(rows=10)
+    first.end()
+    second = wf.task("clean", dependencies=[first, "external-task"])
+    second.use(rows=10)
+    second.begin()
+    second.use(late="after begin")
+    second.end()
+    wf.end()
+    begin2 = [e for e in _task_events(sink, "begin") if e["transformation"] == "clean"][0]
+    end2 = [e for e in _task_events(sink) if e["transformation"] == "clean"][0]
+    assert begin2["dependencies"] == [first.id, "external-task"]
+    assert begin2["used"] == [{"name": "rows", "value": 10}]
+    assert end2["used"] == [{"name": "late", "value": "after begin"}]
+    assert first.id.startswith("run-42.") and wf.id == "run-42"
+
+
+def test_values_are_converted_deterministically():
+    sink = capture.MemorySink()
+    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.timezone.utc)
+    arr = np.arange(6, dtype=np.int32).reshape(2, 3)
+    with capture.workflow("values", sink=sink) as wf, wf.task("t") as task:
+        task.generate(f=np.float32(0.5), i=np.int64(7), b=np.bool_(True), arr=arr,
+                      when=when, day=dt.date(2024, 5, 1), path=PurePosixPath("/data/x.h5"),
+                      tup=(1, "a", None), st={3, 1, 2}, nan=math.nan, inf=-math.inf,
+                      nested=[[1.0, math.inf], [2]])
+        arr[0, 0] = 99  # mutated after the call: the captured value must not change
+    got = {v["name"]: v["value"] for v in _task_events(sink)[0]["generated"]}
+    assert got == {"f": 0.5, "i": 7, "b": True, "arr": [[0, 1, 2], [3, 4, 5]],
+                   "when": "2024-05-01T12:30:00+00:00", "day": "2024-05-01", "path": "/data/x.h5",
+                   "tup": [1, "a", None], "st": [1, 2, 3], "nan": "NaN", "inf": "-Infinity",
+                   "nested": [[1.0, "Infinity"], [2]]}
+    assert type(got["i"]) is int and type(got["f"]) is float
+
+
+def test_large_array_and_objects_are_refused_with_a_pointer_to_ref(caplog):
+    sink = capture.MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("refuse", sink=sink) as wf, wf.task("t") as task:
+            task.generate(weights=np.zeros((200, 200)), config={"a": 1}, thing=object(), ok=1)
+    values = _task_events(sink)[0]["generated"]
+    assert values == [{"name": "ok", "value": 1}]  # the refused ones are left out, the rest kept
+    text = caplog.text
+    assert "'weights' not captured" in text and "capture.ref" in text and "40000 items" in text
+    assert "'config' not captured" in text and "own attribute" in text
+    assert "'thing' not captured" in text
+
+
+def test_ref_accepts_ids_and_refs_and_paths():
+    raw = capture.ref("file:///raw/cube.segy", id="cube-1", domain="https://example.org/survey/7")
+    train = capture.ref("file:///data/train.h5", derived_from=[raw, "other-id"])
+    local = capture.ref(Path("/tmp/model.pt"))
+    sink = capture.MemorySink()
+    with capture.workflow("refs", sink=sink) as wf, wf.task("t") as task:
+        task.generate(raw=raw, train=train, model=local)
+    values = {v["name"]: v for v in _task_events(sink)[0]["generated"]}
+    assert values["raw"] == {"name": "raw", "location": "file:///raw/cube.segy", "id": "cube-1",
+                             "domain": "https://example.org/survey/7"}
+    assert values["train"]["derived_from"] == ["cube-1", "other-id"]
+    assert values["model"]["location"] == "file:///tmp/model.pt"
+
+
+def test_bad_ref_arguments_are_logged_not_raised(caplog):
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        r = capture.ref("not a uri", id=5, derived_from=[object()])
+    assert r.location is None and r.id is None and r.derived_from == ()
+    assert "not a URI" in caplog.text
+
+
+def test_user_exception_marks_task_and_workflow_failed_and_propagates_unchanged():
+    sink = capture.MemorySink()
+    error = ValueError("diverged at epoch 3")
+    with pytest.raises(ValueError) as caught:
+        with capture.workflow("fails", sink=sink) as wf:
+            with wf.task("training"):
+                raise error
+    assert caught.value is error  # the very same object
+    task_end = _task_events(sink)[0]
+    wf_end = [e for e in _events(sink) if e["type"] == "workflow" and e["event"] == "end"][0]
+    assert task_end["status"] == wf_end["status"] == "failed"
+    assert task_end["message"] == wf_end["message"] == "ValueError: diverged at epoch 3"
+    assert wf.status == "failed"
+
+
+def test_decorator_binds_arguments_and_names_results():
+    sink = capture.MemorySink()
+
+    @capture.track("prepare", generated=("rows", "cols"))
+    def prepare(path, *, scale=2):
+        return 10 * scale, 3
+
+    @capture.track
+    def summary(x):
+        return {"mean": x / 2, "n": 2}
+
+    assert prepare("file:///x") == (20, 3)  # no active workflow: just runs
+    with capture.workflow("deco", sink=sink) as wf:
+        with wf.task("outer") as outer:
+            assert prepare("file:///x", scale=3) == (30, 3)
+            assert summary(4) == {"mean": 2.0, "n": 2}
+    begins = {e["transformation"]: e for e in _task_events(sink, "begin")}
+    ends = {e["transformation"]: e for e in _task_events(sink)}
+    assert begins["prepare"]["used"] == [{"name": "path", "value": "file:///x"},
+                                         {"name": "scale", "value": 3}]
+    assert begins["prepare"]["parent"] == outer.id
+    assert ends["prepare"]["generated"] == [{"name": "rows", "value": 30}, {"name": "cols", "value": 3}]
+    assert ends["summary"]["generated"] == [{"name": "mean", "value": 2.0}, {"name": "n", "value": 2}]
+
+
+def test_decorated_function_exception_propagates_and_is_recorded():
+    sink = capture.MemorySink()
+
+    @capture.track
+    def explode():
+        raise RuntimeError("no GPU")
+
+    with capture.workflow("deco", sink=sink):
+        with pytest.raises(RuntimeError, match="no GPU"):
+            explode()
+    assert _task_events(sink)[0]["status"] == "failed"
+
+
+def test_sections_number_items_and_close_on_exception():
+    sink = capture.MemorySink()
+    with pytest.raises(ZeroDivisionError):
+        with capture.workflow("loops", sink=sink) as wf, wf.task("training") as training:
+            for epoch, section in wf.sections("epoch", range(5), parent=training):
+                section.generate(loss=1 / (2 - epoch))
+    ends = [e for e in _task_events(sink) if e["transformation"] == "epoch"]
+    begins = [e for e in _task_events(sink, "begin") if e["transformation"] == "epoch"]
+    assert [e["index"] for e in begins] == [0, 1, 2]
+    assert sorted(e["status"] for e in ends) == ["failed", "finished", "finished"]
+    assert all(e["parent"] == training.id for e in begins)
+
+
+def test_agent_from_environment(monkeypatch):
+    monkeypatch.setenv("PROVKG_AGENT", "svc-training")
+    sink = capture.MemorySink()
+    with capture.workflow("agent", sink=sink):
+        pass
+    assert _events(sink)[0]["agent"] == "svc-training"
+
+
+def test_public_surface_is_curated():
+    assert sorted(capture.__all__) == sorted([
+        "workflow", "Workflow", "Task", "track", "ref", "Ref", "Sink", "SinkRejected",
+        "MemorySink", "open_sink", "current_workflow", "current_task", "MAX_ITEMS"])
+    for name in capture.__all__:
+        assert getattr(capture, name) is not None
