@@ -26,6 +26,14 @@ class Settings(BaseSettings):
     query_timeout_s: float = 30.0
     max_rows: int = 100_000
     allowed_service_endpoints: list[str] = []
+    # ingest queue and worker (provkg serve / provkg listen)
+    ingest_schema: str = "typed"  # mapping of ingested events and canned queries: typed | tagged | sprov
+    max_decompressed_bytes: int = 64 * 1024 * 1024  # gzip / zstd bodies (zip bombs)
+    queue_fsync: bool = True  # fsync before 202; off only for throwaway benchmarks
+    queue_apply_events: int = 20_000  # events per store write by the queue worker
+    sparql_workers: int = 2  # subprocesses running user SPARQL on an embedded store
+    mqtt_url: str | None = None  # provkg serve also listens to this broker when set
+    mqtt_client_id: str = "provkg-listener"  # stable: the broker keeps its session
 
 
 def get_settings(**overrides: object) -> Settings:

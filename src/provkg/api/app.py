@@ -1,0 +1,127 @@
+"""The app factory: ``create_app(settings) -> FastAPI``; nothing is built at import.
+
+The lifespan opens the store, loads the saved specs, starts the durable ingest
+queue (replaying anything a crash left on disk), the SPARQL runner and, when
+``mqtt_url`` is set, the MQTT listener; shutdown stops them in reverse order.
+Run it with ``provkg serve`` or ``uvicorn --factory provkg.api.app:create_app``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from fastapi import FastAPI
+
+from provkg import __version__
+from provkg.api.errors import install_error_handlers
+from provkg.api.openapi import install_openapi
+from provkg.api.queue import IngestQueue
+from provkg.api.specs import SpecRegistry
+from provkg.api.sparql import SparqlRunner
+from provkg.config import Settings, get_settings
+from provkg.store.base import Store
+
+__all__ = ["create_app", "Service", "open_service"]
+
+log = logging.getLogger("provkg.api")
+
+
+@dataclass
+class Service:
+    """Everything a request needs, built once per app by :func:`open_service`."""
+
+    settings: Settings
+    store: Store
+    queue: IngestQueue
+    specs: SpecRegistry
+    sparql: SparqlRunner
+    extras: list[Any] = field(default_factory=list)  # e.g. the MQTT listener
+
+    def close(self) -> None:
+        for extra in reversed(self.extras):
+            extra.close()
+        self.queue.close()
+        self.sparql.close()
+        self.store.close()
+
+
+def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
+    """The queue's ``apply``: decode queued batches and ingest their events in one call."""
+
+    def apply(payloads: list[bytes]) -> None:
+        from provkg.service.ingest import ingest_events
+
+        events: list[dict[str, Any]] = []
+        for payload in payloads:
+            events.extend(orjson.loads(payload)["events"])
+        ingest_events(store, events, specs=specs.specs(), schema=schema)
+
+    return apply
+
+
+def open_service(settings: Settings) -> Service:
+    """Open the store, specs, queue and SPARQL runner the settings describe."""
+    from provkg.store import open_store
+
+    store = open_store(settings.store)
+    try:
+        specs = SpecRegistry(settings.queue_dir)
+        saved = specs.load()
+        if saved:
+            from provkg.service.ingest import register_spec
+
+            for spec in saved:  # idempotent: the store may be new
+                register_spec(store, spec, schema=settings.ingest_schema)
+        queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
+                            fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
+        queue.start()
+    except BaseException:
+        store.close()
+        raise
+    sparql = SparqlRunner(store, settings.store, timeout=settings.query_timeout_s,
+                          max_rows=settings.max_rows, workers=settings.sparql_workers)
+    return Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the API. ``settings`` defaults to :func:`provkg.config.get_settings` (env ``PROVKG_*``).
+
+    >>> app = create_app(get_settings(store="memory:", queue_dir="/tmp/provkg-doctest-queue"))
+    >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/"))[:3]
+    ['/v1/events', '/v1/ontologies', '/v1/ontologies/{name}']
+    """
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = open_service(settings)
+        app.state.service = service
+        if settings.mqtt_url:
+            from provkg.api.listener import MqttListener
+
+            service.extras.append(MqttListener(settings.mqtt_url, service.queue,
+                                               client_id=settings.mqtt_client_id).start())
+        try:
+            yield
+        finally:
+            service.close()
+
+    app = FastAPI(
+        title="provkg",
+        version=__version__,
+        summary="Provenance knowledge graphs for the scientific-ML lifecycle: ingest capture "
+                "events, ask canned lifecycle questions, run read-only SPARQL.",
+        lifespan=lifespan,
+    )
+    from provkg.api.routes import events, health, ontologies, queries, sparql, specs
+
+    for module in (events, specs, queries, sparql, ontologies, health):
+        app.include_router(module.router)
+    install_error_handlers(app)
+    install_openapi(app)
+    return app

@@ -1,0 +1,140 @@
+"""The API's one error handler: provkg exceptions -> ``{"error": ..., "detail": ...}``.
+
+Request-level problems the domain tree does not know about (a missing token, a body
+too large, an unsupported encoding) are small subclasses of :class:`ProvkgError` so
+that the same handler answers them. Details never echo submitted values.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from provkg.errors import (
+    BadEvent,
+    BadParameter,
+    BadSpec,
+    MappingError,
+    NotFound,
+    ProvkgError,
+    QuerySyntaxError,
+    QueryTimeout,
+    StoreError,
+    StoreUnavailable,
+    UnknownQuery,
+)
+
+__all__ = [
+    "Unauthorized", "BodyTooLarge", "UnsupportedMediaType", "NotAcceptable", "ReadOnlyQuery",
+    "BadRequest", "QueueUnavailable", "status_of", "install_error_handlers", "error_body",
+]
+
+log = logging.getLogger("provkg.api")
+
+
+class Unauthorized(ProvkgError):
+    code = "unauthorized"
+
+
+class BodyTooLarge(ProvkgError):
+    code = "body_too_large"
+
+
+class UnsupportedMediaType(ProvkgError):
+    code = "unsupported_media_type"
+
+
+class NotAcceptable(ProvkgError):
+    code = "not_acceptable"
+
+
+class ReadOnlyQuery(ProvkgError):
+    """An update, or a SERVICE call, sent to the read-only SPARQL endpoint."""
+
+    code = "read_only"
+
+
+class BadRequest(ProvkgError):
+    """Malformed request framing: bad encoding, not UTF-8, not JSON."""
+
+    code = "bad_request"
+
+
+class QueueUnavailable(ProvkgError):
+    code = "queue_unavailable"
+
+
+# most specific first: the first isinstance match wins
+_STATUS: list[tuple[type[ProvkgError], int]] = [
+    (Unauthorized, 401),
+    (BodyTooLarge, 413),
+    (UnsupportedMediaType, 415),
+    (NotAcceptable, 406),
+    (ReadOnlyQuery, 400),
+    (BadRequest, 400),
+    (BadEvent, 422),
+    (BadSpec, 422),
+    (BadParameter, 400),
+    (QuerySyntaxError, 400),
+    (UnknownQuery, 404),
+    (NotFound, 404),
+    (QueryTimeout, 504),
+    (MappingError, 422),
+    (StoreUnavailable, 503),
+    (QueueUnavailable, 503),
+    (StoreError, 502),
+]
+
+
+def status_of(exc: ProvkgError) -> int:
+    """The HTTP status answering ``exc`` (500 for a provkg error with no mapping)."""
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 500
+
+
+def error_body(code: str, detail: str) -> dict[str, str]:
+    """The one shape of every error answer."""
+    return {"error": code, "detail": detail}
+
+
+def _path(loc: tuple[object, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(request)"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers: provkg errors, FastAPI validation, HTTP errors, the rest."""
+
+    @app.exception_handler(ProvkgError)
+    async def _provkg(request: Request, exc: ProvkgError) -> JSONResponse:
+        status = status_of(exc)
+        if status >= 500:
+            log.warning("%s %s -> %s: %s", request.method, request.url.path, status, exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(error_body(exc.code, str(exc)), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # name the field, never echo the submitted value (tokens leak that way)
+        lines = [f"{_path(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        return JSONResponse(error_body("bad_request", "; ".join(lines[:20])), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body("internal", "internal server error (logged on the server)"),
+                            status_code=500)

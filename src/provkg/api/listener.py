@@ -1,0 +1,160 @@
+"""``provkg listen mqtt://HOST:PORT/PREFIX/#``: capture batches from Mosquitto into the ingest queue.
+
+At least once, end to end:
+
+- the capture client publishes with QoS 1 and retries until the broker's PUBACK;
+- the broker keeps the message (``persistence true`` in mosquitto.conf makes that
+  survive a broker restart) and, because this listener connects with a stable client
+  id and ``clean_session=False``, keeps queueing for it while it is away;
+- the listener acknowledges (PUBACK) a message only after the batch is fsync'd in
+  the ingest queue (paho-mqtt's manual acks), so a crash before that point makes the
+  broker deliver it again; duplicates are harmless because ingest is idempotent.
+
+An invalid batch is written to the queue's ``rejected.log`` and then acknowledged
+(redelivering it would fail the same way forever).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from urllib.parse import urlsplit
+
+import paho.mqtt.client as mqtt
+
+from provkg.api.body import decompress
+from provkg.api.queue import IngestQueue
+from provkg.errors import BadEvent, BadParameter, ProvkgError
+from provkg.events import parse_batch
+
+__all__ = ["MqttListener", "parse_mqtt_url", "cmd_listen"]
+
+log = logging.getLogger("provkg.listener")
+
+_GZIP, _ZSTD = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
+
+
+def parse_mqtt_url(url: str) -> tuple[str, int, str]:
+    """``mqtt://host:port/topic/filter`` -> (host, port, topic filter); port defaults to 1883.
+
+    >>> parse_mqtt_url("mqtt://127.0.0.1:1884/provkg/#")
+    ('127.0.0.1', 1884, 'provkg/#')
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "mqtt" or not parts.hostname:
+        raise BadParameter("expected mqtt://HOST:PORT/TOPIC (e.g. mqtt://127.0.0.1:1883/provkg/#)")
+    topic = parts.path.lstrip("/")
+    if not topic:
+        raise BadParameter("the MQTT URL needs a topic filter: mqtt://HOST:PORT/provkg/#")
+    try:
+        port = parts.port or 1883
+    except ValueError:
+        raise BadParameter("the MQTT URL has an invalid port") from None
+    return parts.hostname, port, topic
+
+
+class MqttListener:
+    """Subscribes with QoS 1 in a persistent session; acknowledges once a batch is queued.
+
+    Args:
+        url: ``mqtt://HOST:PORT/TOPIC-FILTER``.
+        queue: the ingest queue batches go to.
+        client_id: stable across restarts, so the broker keeps the session.
+        max_bytes: larger (decompressed) messages are rejected.
+    """
+
+    def __init__(self, url: str, queue: IngestQueue, *, client_id: str = "provkg-listener",
+                 max_bytes: int = 64 * 1024 * 1024):
+        self.host, self.port, self.topic = parse_mqtt_url(url)
+        self._queue = queue
+        self._max_bytes = max_bytes
+        self.connected = threading.Event()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                                  clean_session=False, protocol=mqtt.MQTTv311)
+        self.client.manual_ack_set(True)
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_message = self._on_message
+
+    def start(self) -> MqttListener:
+        """Connect (retrying in the background if the broker is down) and start consuming."""
+        self.client.connect_async(self.host, self.port, keepalive=30)
+        self.client.loop_start()
+        return self
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
+        if reason_code.is_failure:
+            log.error("MQTT broker %s:%s refused the connection: %s", self.host, self.port,
+                      reason_code)
+            return
+        client.subscribe(self.topic, qos=1)
+        log.info("listening to mqtt://%s:%s/%s (session present: %s)", self.host, self.port,
+                 self.topic, flags.session_present)
+        self.connected.set()
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
+        self.connected.clear()
+        log.warning("MQTT broker connection lost (%s); paho reconnects", reason_code)
+
+    def _on_message(self, client, userdata, message) -> None:  # noqa: ANN001
+        mid, qos = message.mid, message.qos
+        try:
+            payload = self._decoded(bytes(message.payload))
+            batch = parse_batch(payload)
+        except ProvkgError as exc:
+            log.error("rejected an MQTT batch on %s: %s", message.topic, exc)
+            self._queue.reject(bytes(message.payload))
+            client.ack(mid, qos)
+            return
+        if not batch.events:
+            client.ack(mid, qos)
+            return
+        try:
+            future = self._queue.submit(payload, events=len(batch.events))
+        except ProvkgError as exc:  # queue closed or disk failing: do not ack, let it come again
+            log.error("could not queue an MQTT batch (%s); it stays with the broker", exc)
+            return
+        # resolved by the queue's writer after fsync, in submission order: PUBACKs stay ordered
+        future.add_done_callback(lambda f: f.exception() is None and client.ack(mid, qos))
+
+    def _decoded(self, payload: bytes) -> bytes:
+        if payload.startswith(_GZIP):
+            return decompress(payload, "gzip", limit=self._max_bytes)
+        if payload.startswith(_ZSTD):
+            return decompress(payload, "zstd", limit=self._max_bytes)
+        if len(payload) > self._max_bytes:
+            raise BadEvent(f"message larger than {self._max_bytes} bytes")
+        return payload
+
+
+def cmd_listen(args: argparse.Namespace) -> int:
+    """Consume from MQTT into this process's own queue and store (no HTTP API).
+
+    To listen next to a running ``provkg serve`` on the same store, set
+    ``PROVKG_MQTT_URL`` for the server instead: an embedded store and a queue
+    folder have one owner process.
+    """
+    from provkg.api.app import open_service
+    from provkg.config import get_settings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    settings = get_settings(store=getattr(args, "store", None), mqtt_url=args.url)
+    service = open_service(settings)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client_id,
+                            max_bytes=settings.max_decompressed_bytes).start()
+    print(f"provkg listening to {args.url} into {settings.store}", flush=True)
+    try:
+        stop.wait()
+    finally:
+        listener.close()
+        service.close()
+    return 0

@@ -1,0 +1,420 @@
+"""A durable local ingest queue: accepted batches reach the disk before the client hears 202.
+
+Layout of the queue folder::
+
+    000000000007.seg   appended records: magic, length, event count, crc32, payload
+    cursor             "<segment> <offset>": how far the worker has applied (fsync'd)
+    rejected.log       payloads the mapper refused (kept, never silently dropped)
+
+Producers call :meth:`IngestQueue.submit`; one writer thread appends everything
+pending in one ``write`` and one ``fsync`` (group commit), then resolves the
+producers' futures, so concurrent clients share the cost of a disk flush. One
+applier thread reads the records back in order and hands them to ``apply`` (the
+store write) in chunks, then moves the cursor. A crash loses nothing acknowledged:
+on start every record after the cursor is applied again. A record applied twice
+is harmless because ingest is idempotent (deterministic IRIs, insert-only), which
+is what makes "at least once" here mean "exactly once" in the store.
+
+Each start writes to a fresh segment, so a torn record (a crash mid-write, never
+acknowledged) can only sit at the end of an older segment, where reading stops.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from provkg.api.errors import QueueUnavailable
+from provkg.errors import ProvkgError, StoreError
+
+__all__ = ["IngestQueue", "QueueStats"]
+
+log = logging.getLogger("provkg.queue")
+
+_MAGIC = b"PKQ1"
+_HEADER = struct.Struct("<4sIII")  # magic, payload length, events, crc32(payload)
+_SEGMENT_BYTES = 64 * 1024 * 1024
+_RETRY_MAX_S = 5.0
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Counters since this process started; ``replayed_events``: found on disk at start."""
+
+    accepted_batches: int
+    accepted_events: int
+    applied_batches: int
+    applied_events: int
+    rejected_batches: int
+    replayed_events: int
+
+    @property
+    def backlog_events(self) -> int:
+        """Events on disk not yet applied to the store."""
+        return self.accepted_events + self.replayed_events - self.applied_events
+
+
+class _Stop(Exception):
+    """The applier gives up a chunk because the queue is closing (it stays on disk)."""
+
+
+class IngestQueue:
+    """Durable FIFO between the API (or the MQTT listener) and the store.
+
+    Args:
+        directory: the queue folder (created if missing); one process owns it.
+        apply: writes a list of payloads (decompressed wire-format batches) to the
+            store; ``StoreError`` means "retry later", any other ``ProvkgError``
+            means "this chunk is bad": its payloads go to ``rejected.log`` one by one.
+        fsync: flush to disk before acknowledging (turn off only for throwaway runs).
+        apply_events: how many events the applier hands to ``apply`` at most at once.
+
+    Use as a context manager, or call :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str],
+                 apply: Callable[[list[bytes]], None], *, fsync: bool = True,
+                 apply_events: int = 20_000, segment_bytes: int = _SEGMENT_BYTES):
+        self.directory = Path(directory)
+        self._apply = apply
+        self._fsync = fsync
+        self._apply_events = max(1, apply_events)
+        self._segment_bytes = segment_bytes
+        self._cond = threading.Condition()
+        self._pending: list[tuple[bytes, int, Future[int]]] = []
+        self._closing = False
+        self._closed = threading.Event()
+        self._active_index = 0
+        self._durable = (0, 0)  # (segment, offset) known to be on disk
+        self._applied_pos = (0, 0)
+        self._counts = {"accepted_batches": 0, "accepted_events": 0, "applied_batches": 0,
+                        "applied_events": 0, "rejected_batches": 0, "replayed_events": 0}
+        self._threads: list[threading.Thread] = []
+        self._file = None
+        self._lock_file = None
+        self._error: BaseException | None = None
+
+    # -- life cycle -----------------------------------------------------------
+
+    def start(self) -> IngestQueue:
+        """Open the folder, schedule replay of everything after the cursor, start the threads."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock_directory()
+        cursor = self._read_cursor()
+        segments = self._segments()
+        for index in segments:
+            if index < cursor[0]:
+                self._segment_path(index).unlink(missing_ok=True)  # applied earlier
+        old = [i for i in segments if i >= cursor[0]]
+        self._counts["replayed_events"] = self._count_replay(old, cursor)
+        self._active_index = (max(segments) + 1) if segments else max(cursor[0], 1)
+        self._open_segment(self._active_index)
+        self._durable = (self._active_index, 0)
+        self._applied_pos = cursor if old else (self._active_index, 0)
+        for target, name in ((self._write_loop, "provkg-queue-writer"),
+                             (self._apply_loop, "provkg-queue-applier")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def close(self, *, timeout: float = 10.0) -> None:
+        """Stop accepting, write what is pending, stop the applier after its current chunk
+        (the rest stays on disk for the next start)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the flock
+            self._lock_file = None
+        self._closed.set()
+
+    def __enter__(self) -> IngestQueue:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- producers ------------------------------------------------------------
+
+    def submit(self, payload: bytes, *, events: int) -> Future[int]:
+        """Queue one batch; the future resolves (to ``events``) once it is on disk.
+
+        Raises:
+            QueueUnavailable: the queue is closed or its disk failed.
+        """
+        future: Future[int] = Future()
+        with self._cond:
+            if self._closing or self._error is not None:
+                raise QueueUnavailable("the ingest queue is not accepting batches "
+                                       f"({'closed' if self._closing else self._error})")
+            self._pending.append((payload, events, future))
+            self._cond.notify_all()
+        return future
+
+    def put(self, payload: bytes, *, events: int, timeout: float | None = 30.0) -> int:
+        """Blocking :meth:`submit`: returns once the batch is durable."""
+        return self.submit(payload, events=events).result(timeout)
+
+    # -- observation ----------------------------------------------------------
+
+    def stats(self) -> QueueStats:
+        with self._cond:
+            return QueueStats(**self._counts)
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until everything accepted (and replayed) has been applied."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._applied_pos < self._durable or self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._error is not None:
+                    return False
+                self._cond.wait(min(left, 0.05))
+        return True
+
+    @property
+    def healthy(self) -> bool:
+        return self._error is None and all(t.is_alive() for t in self._threads)
+
+    # -- the writer -------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                pending, self._pending = self._pending, []
+                if not pending and self._closing:
+                    return
+            try:
+                self._append([self._record(p, n) for p, n, _ in pending])
+            except OSError as exc:  # disk full, I/O error: refuse rather than lie
+                log.error("ingest queue cannot write to %s: %s", self.directory, exc)
+                with self._cond:
+                    self._error = exc
+                for _, _, future in pending:
+                    future.set_exception(QueueUnavailable(f"the ingest queue cannot write: {exc}"))
+                return
+            with self._cond:
+                self._counts["accepted_batches"] += len(pending)
+                self._counts["accepted_events"] += sum(n for _, n, _ in pending)
+                self._cond.notify_all()
+            for _, n, future in pending:
+                future.set_result(n)
+
+    @staticmethod
+    def _record(payload: bytes, events: int) -> bytes:
+        return _HEADER.pack(_MAGIC, len(payload), events, zlib.crc32(payload)) + payload
+
+    def _append(self, records: list[bytes]) -> None:
+        data = b"".join(records)
+        index, offset = self._durable
+        if offset and offset + len(data) > self._segment_bytes:
+            self._open_segment(index + 1)
+            index, offset = index + 1, 0
+        assert self._file is not None
+        self._file.write(data)
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+        with self._cond:
+            self._active_index = index
+            self._durable = (index, offset + len(data))
+
+    def _open_segment(self, index: int) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file = open(self._segment_path(index), "ab", buffering=0)  # noqa: SIM115
+        if self._fsync:  # the new file's name must survive a crash too
+            dir_fd = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    # -- the applier ------------------------------------------------------------
+
+    def _apply_loop(self) -> None:
+        reader = _SegmentReader(self)
+        while True:
+            with self._cond:
+                while self._applied_pos >= self._durable and not self._closing:
+                    self._cond.wait()
+                if self._closing:
+                    return  # what is left stays on disk and is replayed on the next start
+                durable = self._durable
+            chunk, events, end = reader.read_chunk(self._applied_pos, durable,
+                                                   max_events=self._apply_events)
+            if chunk:
+                try:
+                    self._apply_with_retry(chunk)
+                except _Stop:
+                    return
+            self._write_cursor(end)
+            with self._cond:
+                self._counts["applied_batches"] += len(chunk)
+                self._counts["applied_events"] += events
+                self._applied_pos = end
+                self._cond.notify_all()
+            reader.drop_segments_before(end[0])
+
+    def _apply_with_retry(self, chunk: list[bytes]) -> None:
+        """Apply a chunk; a store error (or a bug) is retried, never dropped, so nothing
+        acknowledged is lost; a batch the mapper refuses goes to ``rejected.log``."""
+        delay = 0.1
+        while True:
+            try:
+                self._apply(chunk)
+                return
+            except (StoreError, QueueUnavailable) as exc:
+                problem = str(exc)
+            except ProvkgError as exc:
+                if len(chunk) > 1:  # find the bad batch, apply the good ones
+                    for payload in chunk:
+                        self._apply_with_retry([payload])
+                    return
+                log.error("ingest refused a queued batch (kept in rejected.log): %s", exc)
+                self.reject(chunk[0])
+                return
+            except Exception as exc:  # noqa: BLE001 - a bug must not drop acknowledged data
+                log.exception("applying queued batches failed unexpectedly")
+                problem = f"{type(exc).__name__}: {exc}"
+            if self._closing:
+                log.warning("stopping with batches not yet applied (kept on disk): %s", problem)
+                raise _Stop
+            log.warning("could not apply queued batches (%s); retrying in %.1f s", problem, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX_S)
+
+    def reject(self, payload: bytes) -> None:
+        """Keep a payload that cannot be ingested in ``rejected.log`` (fsync'd), not in the queue."""
+        with self._cond:  # the applier rejects too
+            with open(self.directory / "rejected.log", "ab") as out:
+                out.write(self._record(payload, 0))
+                out.flush()
+                if self._fsync:
+                    os.fsync(out.fileno())
+            self._counts["rejected_batches"] += 1
+
+    # -- files ------------------------------------------------------------------
+
+    def _lock_directory(self) -> None:
+        self._lock_file = open(self.directory / "lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            self._lock_file = None
+            raise QueueUnavailable(
+                f"the queue folder {self.directory} is used by another process (one owner per "
+                "folder: run the MQTT listener inside the server with PROVKG_MQTT_URL, or give "
+                "each process its own PROVKG_QUEUE_DIR)") from None
+
+    def _segment_path(self, index: int) -> Path:
+        return self.directory / f"{index:012d}.seg"
+
+    def _segments(self) -> list[int]:
+        return sorted(int(p.stem) for p in self.directory.glob("*.seg") if p.stem.isdigit())
+
+    def _read_cursor(self) -> tuple[int, int]:
+        try:
+            seg, off = (self.directory / "cursor").read_text().split()
+            return int(seg), int(off)
+        except (FileNotFoundError, ValueError):
+            return (0, 0)
+
+    def _write_cursor(self, pos: tuple[int, int]) -> None:
+        tmp = self.directory / "cursor.tmp"
+        with open(tmp, "w") as out:
+            out.write(f"{pos[0]} {pos[1]}\n")
+            out.flush()
+            if self._fsync:
+                os.fsync(out.fileno())
+        os.replace(tmp, self.directory / "cursor")
+
+    def _count_replay(self, segments: list[int], cursor: tuple[int, int]) -> int:
+        total = 0
+        for index in segments:
+            start = cursor[1] if index == cursor[0] else 0
+            for _, events, _ in _records(self._segment_path(index), start, None):
+                total += events
+        if total:
+            log.info("replaying %d queued events from %s", total, self.directory)
+        return total
+
+
+def _records(path: Path, start: int, stop: int | None):
+    """Yield ``(payload, events, end_offset)`` from ``start`` until ``stop`` (or a torn tail)."""
+    try:
+        data = path.read_bytes() if stop is None else _read_range(path, start, stop)
+    except FileNotFoundError:
+        return
+    pos = start if stop is None else 0
+    base = 0 if stop is None else start
+    while pos + _HEADER.size <= len(data):
+        magic, length, events, crc = _HEADER.unpack_from(data, pos)
+        body_start = pos + _HEADER.size
+        payload = data[body_start: body_start + length]
+        if magic != _MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+            log.warning("%s: unreadable record at offset %d (a torn tail from a crash is "
+                        "normal: it was never acknowledged)", path.name, base + pos)
+            return
+        pos = body_start + length
+        yield payload, events, base + pos
+
+
+def _read_range(path: Path, start: int, stop: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(stop - start)
+
+
+class _SegmentReader:
+    """Reads records for the applier, segment after segment."""
+
+    def __init__(self, queue: IngestQueue):
+        self._queue = queue
+
+    def read_chunk(self, pos: tuple[int, int], durable: tuple[int, int], *,
+                   max_events: int) -> tuple[list[bytes], int, tuple[int, int]]:
+        """Payloads from ``pos`` on, up to ``max_events``: ``(payloads, events, new_pos)``."""
+        queue = self._queue
+        index, offset = pos
+        chunk: list[bytes] = []
+        events = 0
+        while True:
+            active = index >= durable[0]
+            end = offset
+            stop = durable[1] if active else None
+            for payload, n, end in _records(queue._segment_path(index), offset, stop):
+                chunk.append(payload)
+                events += n
+                if events >= max_events:
+                    return chunk, events, (index, end)
+            if active:
+                return chunk, events, (index, end)
+            # an older segment is done (end of file or a torn tail): on to the next one
+            later = [i for i in queue._segments() if i > index]
+            index, offset = (later[0] if later else durable[0]), 0
+            if chunk:
+                return chunk, events, (index, 0)
+
+    def drop_segments_before(self, index: int) -> None:
+        for old in self._queue._segments():
+            if old < index:
+                self._queue._segment_path(old).unlink(missing_ok=True)

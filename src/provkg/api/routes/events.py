@@ -1,0 +1,53 @@
+"""``POST /v1/events``: validate a whole batch, make it durable, answer 202."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from provkg.api.auth import require_write_token
+from provkg.api.body import read_body
+from provkg.api.errors import UnsupportedMediaType
+from provkg.api.openapi import EVENTS_EXAMPLE, ERROR_RESPONSES
+from provkg.events import parse_batch
+
+router = APIRouter(tags=["ingest"])
+
+#: bodies larger than this are validated off the event loop
+_INLINE_BYTES = 256 * 1024
+
+
+@router.post(
+    "/v1/events",
+    status_code=202,
+    dependencies=[Depends(require_write_token)],
+    summary="Ingest a batch of capture events (wire format v1)",
+    description=(
+        "The body is one batch `{\"format\": \"provkg.events/1\", \"events\": [...]}`, optionally "
+        "gzip- or zstd-compressed (`Content-Encoding`). The whole batch is validated first (a bad "
+        "field is named by its JSON path, and nothing of a rejected batch is kept), then written "
+        "to the server's durable queue and acknowledged with 202; a worker maps it into the store "
+        "within moments. Posting the same events again adds nothing (idempotent)."),
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/Batch"}, "example": EVENTS_EXAMPLE}}}},
+    responses={202: {"description": "queued durably", "content": {"application/json": {
+        "example": {"accepted": 2, "workflows": 1, "tasks": 1}}}}, **ERROR_RESPONSES},
+)
+async def post_events(request: Request) -> dict[str, int]:
+    service = request.app.state.service
+    media = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if media not in ("application/json", ""):
+        raise UnsupportedMediaType("send the batch as Content-Type: application/json")
+    body = await read_body(request, limit=service.settings.max_body_bytes,
+                           decompressed_limit=service.settings.max_decompressed_bytes)
+    if len(body) > _INLINE_BYTES:
+        batch = await run_in_threadpool(parse_batch, body)
+    else:
+        batch = parse_batch(body)
+    workflows = sum(1 for e in batch.events if e.type == "workflow")
+    total = len(batch.events)
+    if total:
+        await asyncio.wrap_future(service.queue.submit(body, events=total))
+    return {"accepted": total, "workflows": workflows, "tasks": total - workflows}

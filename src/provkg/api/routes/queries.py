@@ -1,0 +1,74 @@
+"""``GET /v1/queries`` (the catalog) and ``GET /v1/queries/{name}?param=...`` (run one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from provkg.api.errors import BadRequest
+from provkg.api.openapi import ERROR_RESPONSES
+from provkg.api.render import rows_response
+from provkg.errors import UnknownQuery
+
+router = APIRouter(tags=["queries"])
+
+_MAX_PARAM_CHARS = 4096
+
+
+def _describe(query: Any) -> dict[str, Any]:
+    params = []
+    for p in query.parameters:
+        entry = {"name": p.name, "type": getattr(p, "type", "string")}
+        default = getattr(p, "default", None)
+        if default is not None:
+            entry["default"] = default
+        params.append(entry)
+    return {"name": query.name, "question": query.question, "parameters": params,
+            "columns": list(query.columns)}
+
+
+@router.get("/v1/queries", summary="The canned lifecycle queries: parameters and columns",
+            responses={200: {"content": {"application/json": {"example": [
+                {"name": "q3", "question": "the model with the least measure",
+                 "parameters": [{"name": "dataset", "type": "data"},
+                                {"name": "measure", "type": "string", "default": "loss"}],
+                 "columns": ["model", "role", "name", "value"]}]}}}})
+async def list_queries() -> list[dict[str, Any]]:
+    from provkg.service.querying import query_catalog
+
+    return [_describe(q) for q in query_catalog()]
+
+
+@router.get(
+    "/v1/queries/{name}",
+    summary="Run a canned query",
+    description="Parameters are query-string arguments named as in the catalog "
+                "(`GET /v1/queries`); they are bound into the query, never pasted. JSON "
+                "`{\"columns\": [...], \"rows\": [...]}` by default, CSV with `Accept: text/csv`.",
+    response_class=Response,
+    responses={200: {"content": {
+        "application/json": {"example": {"columns": ["model", "role", "name", "value"],
+                                         "rows": [["m-1", "hyperparameter", "learning_rate", 0.001]]}},
+        "text/csv": {}}}, **ERROR_RESPONSES},
+)
+async def run_canned(name: str, request: Request) -> Response:
+    from provkg.service.querying import query_catalog, run_query
+
+    service = request.app.state.service
+    if name not in {q.name for q in query_catalog()}:
+        raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+    params: dict[str, object] = {}
+    for key, value in request.query_params.multi_items():
+        if key in params:
+            raise BadRequest(f"parameter {key!r} given more than once")
+        if len(value) > _MAX_PARAM_CHARS:
+            raise BadRequest(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
+        params[key] = value
+    rows = await run_in_threadpool(run_query, service.store, name, params,
+                                   schema=service.settings.ingest_schema)
+    if len(rows.rows) > service.settings.max_rows:
+        raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
+    return rows_response(request, rows)

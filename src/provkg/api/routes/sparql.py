@@ -1,0 +1,95 @@
+"""``GET|POST /v1/sparql``: the SPARQL 1.1 Protocol, read-only.
+
+The query comes as the ``query`` URL parameter (GET), a form field (POST
+``application/x-www-form-urlencoded``) or the whole body (POST
+``application/sparql-query``). It is parsed and refused if it is an update or
+calls an endpoint not allowed with ``SERVICE``, then run with a time limit and a
+row cap. SELECT answers ``{"columns": [...], "rows": [...]}`` (CSV on ``Accept:
+text/csv``), ASK answers ``{"boolean": ...}``, CONSTRUCT / DESCRIBE answer N-Triples.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+
+from provkg.api.body import read_body
+from provkg.api.errors import BadRequest, UnsupportedMediaType
+from provkg.api.openapi import ERROR_RESPONSES
+from provkg.api.render import rows_response
+from provkg.api.sparql_guard import MAX_QUERY_CHARS, check_query
+
+router = APIRouter(tags=["sparql"])
+
+_EXAMPLE = "SELECT ?class (COUNT(?x) AS ?n) WHERE { ?x a ?class } GROUP BY ?class ORDER BY DESC(?n) LIMIT 10"
+_RESPONSES = {200: {"content": {
+    "application/json": {"example": {"columns": ["class", "n"],
+                                     "rows": [["http://www.w3.org/ns/prov#Entity", 42]]}},
+    "text/csv": {}, "application/n-triples": {}}}, **ERROR_RESPONSES}
+_UNSUPPORTED = ("default-graph-uri", "named-graph-uri")
+
+
+def _pick_query(pairs: list[tuple[str, str]]) -> str:
+    queries = [v for k, v in pairs if k == "query"]
+    if any(k in _UNSUPPORTED for k, _ in pairs):
+        raise BadRequest("default-graph-uri / named-graph-uri are not supported: queries see "
+                         "the union of all graphs; use GRAPH in the query")
+    if len(queries) != 1:
+        raise BadRequest("send exactly one 'query' parameter (SPARQL 1.1 Protocol)")
+    return queries[0]
+
+
+async def _answer(request: Request, text: str) -> Response:
+    service = request.app.state.service
+    guarded = await run_in_threadpool(
+        check_query, text, allowed_service_endpoints=service.settings.allowed_service_endpoints)
+    answer = await run_in_threadpool(service.sparql.run, guarded.text, guarded.form)
+    if answer.rows is not None:
+        return rows_response(request, answer.rows)
+    if answer.boolean is not None:
+        return JSONResponse({"boolean": answer.boolean})
+    return Response(answer.ntriples, media_type="application/n-triples")
+
+
+@router.get("/v1/sparql", summary="Read-only SPARQL (query in the URL)", response_class=Response,
+            responses=_RESPONSES,
+            openapi_extra={"parameters": [{"name": "query", "in": "query", "required": True,
+                                           "schema": {"type": "string", "maxLength": MAX_QUERY_CHARS},
+                                           "example": _EXAMPLE}]})
+async def sparql_get(request: Request) -> Response:
+    return await _answer(request, _pick_query(list(request.query_params.multi_items())))
+
+
+@router.post(
+    "/v1/sparql", summary="Read-only SPARQL (query in the body)", response_class=Response,
+    responses=_RESPONSES,
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/sparql-query": {"schema": {"type": "string"}, "example": _EXAMPLE},
+        "application/x-www-form-urlencoded": {
+            "schema": {"type": "object", "properties": {"query": {"type": "string"}},
+                       "required": ["query"]},
+            "example": {"query": _EXAMPLE}}}}},
+)
+async def sparql_post(request: Request) -> Response:
+    service = request.app.state.service
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in ("application/sparql-query", "application/x-www-form-urlencoded"):
+        raise UnsupportedMediaType("POST the query as application/sparql-query or as the "
+                                   "'query' field of application/x-www-form-urlencoded")
+    limit = min(service.settings.max_body_bytes, 4 * MAX_QUERY_CHARS)
+    body = await read_body(request, limit=limit, decompressed_limit=limit)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not UTF-8 text") from None
+    if media == "application/sparql-query":
+        return await _answer(request, text)
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text),
+                          errors="strict", max_num_fields=16)
+    except ValueError:
+        raise BadRequest("the form body is not valid application/x-www-form-urlencoded") from None
+    return await _answer(request, _pick_query(pairs))

@@ -1,0 +1,59 @@
+"""``POST /v1/specs`` (YAML or JSON) and ``GET /v1/specs``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from provkg.api.auth import require_write_token
+from provkg.api.body import read_body
+from provkg.api.errors import BadRequest, UnsupportedMediaType
+from provkg.api.openapi import ERROR_RESPONSES, SPEC_EXAMPLE
+
+router = APIRouter(tags=["specs"])
+
+_SPEC_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
+               "application/json", "text/plain", "")
+_SPEC_BYTES = 1024 * 1024  # specs are small; a larger body is a mistake or an attack
+
+
+@router.post(
+    "/v1/specs",
+    status_code=201,
+    dependencies=[Depends(require_write_token)],
+    summary="Register a prospective workflow spec (YAML or JSON)",
+    description="Validates the spec (errors name line and field), saves it, and writes its "
+                "prospective triples. A spec with the same workflow name replaces the old one "
+                "for events mapped from now on.",
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/yaml": {"schema": {"type": "string"}, "example": SPEC_EXAMPLE},
+        "application/json": {"schema": {"type": "object"}}}}},
+    responses={201: {"description": "registered", "content": {"application/json": {
+        "example": {"workflow": "flower-training", "transformations": 2}}}}, **ERROR_RESPONSES},
+)
+async def post_spec(request: Request) -> dict[str, Any]:
+    from provkg.service.ingest import register_spec
+
+    service = request.app.state.service
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in _SPEC_TYPES:
+        raise UnsupportedMediaType("send the spec as application/yaml or application/json")
+    body = await read_body(request, limit=min(_SPEC_BYTES, service.settings.max_body_bytes),
+                           decompressed_limit=_SPEC_BYTES)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the spec is not UTF-8 text") from None
+    spec = await run_in_threadpool(service.specs.add, text)
+    await run_in_threadpool(register_spec, service.store, spec, schema=service.settings.ingest_schema)
+    return {"workflow": spec.workflow, "transformations": len(spec.transformations)}
+
+
+@router.get("/v1/specs", summary="The registered specs",
+            responses={200: {"content": {"application/json": {"example": [
+                {"workflow": "flower-training", "phase": "learning", "transformations": [
+                    {"name": "training", "kind": "training"}]}]}}}})
+async def get_specs(request: Request) -> list[dict[str, Any]]:
+    return request.app.state.service.specs.describe()

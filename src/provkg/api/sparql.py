@@ -1,0 +1,204 @@
+"""Running user SPARQL where it can be stopped: a time limit that really ends the work.
+
+On an embedded Oxigraph store (``oxigraph:DIR``) each query runs in a warm
+subprocess (:mod:`provkg.api.sparql_worker`) that opens the directory read-only;
+past the timeout the process is killed and replaced. Remote SPARQL endpoints get
+the timeout passed to their HTTP client. In-process stores (``memory:``,
+``rdflib:``) cannot be cut off: past the timeout the caller gets a 504 while the
+query finishes in a background thread, which is why the service should run on
+``oxigraph:DIR`` or a SPARQL endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+
+import orjson
+
+from provkg.errors import BadParameter, QuerySyntaxError, QueryTimeout, StoreError
+from provkg.store.base import Rows, Store
+
+__all__ = ["SparqlAnswer", "SparqlRunner", "embedded_directory"]
+
+
+@dataclass
+class SparqlAnswer:
+    """One query's answer: ``rows`` for SELECT, ``boolean`` for ASK, ``ntriples`` otherwise."""
+
+    form: str
+    rows: Rows | None = None
+    boolean: bool | None = None
+    ntriples: str = ""
+    columns: list[str] = field(default_factory=list)
+
+
+def embedded_directory(store_url: str) -> str | None:
+    """The directory of an ``oxigraph:DIR`` store URL, else None."""
+    if not store_url.startswith("oxigraph:"):
+        return None
+    path = store_url.removeprefix("oxigraph:").split("?", 1)[0]
+    return os.path.abspath(path) if path and path != "memory" else None
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "provkg.api.sparql_worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True)  # a Ctrl-C to the server is handled by the server
+        self._buffer = b""
+
+    def ask(self, request: dict[str, object], *, deadline: float) -> dict[str, object]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(orjson.dumps(request) + b"\n")
+        self.proc.stdin.flush()
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise StoreError("the SPARQL worker process ended unexpectedly")
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return orjson.loads(line)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class SparqlRunner:
+    """Runs guarded, read-only SPARQL with a time limit and a row cap.
+
+    Args:
+        store: the open store (used for endpoints and in-process stores).
+        store_url: its URL; ``oxigraph:DIR`` selects the subprocess path.
+        timeout: seconds per query.
+        max_rows: more rows than this is an error (not a silent cut).
+        workers: subprocesses kept warm for the embedded store.
+    """
+
+    def __init__(self, store: Store, store_url: str, *, timeout: float, max_rows: int,
+                 workers: int = 2):
+        self._store = store
+        self._directory = embedded_directory(store_url)
+        self._timeout = timeout
+        self._max_rows = max_rows
+        self._idle: queue.Queue[_Worker | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._all: list[_Worker] = []
+        self._closed = False
+        if self._directory is not None:
+            for _ in range(max(1, workers)):
+                self._idle.put(None)  # a slot: the worker starts on first use
+        self._threads = ThreadPoolExecutor(max_workers=max(1, workers),
+                                           thread_name_prefix="provkg-sparql")
+
+    def run(self, text: str, form: str) -> SparqlAnswer:
+        """Run a query the guard accepted.
+
+        Raises:
+            QueryTimeout: past the timeout (the work is stopped on an embedded store).
+            QuerySyntaxError: the store's parser refused it.
+            BadParameter: the answer has more than ``max_rows`` rows.
+        """
+        if self._directory is not None:
+            return self._run_subprocess(text, form)
+        future = self._threads.submit(self._run_in_process, text, form)
+        try:
+            return future.result(self._timeout)
+        except FutureTimeout:
+            raise QueryTimeout(f"query ran past the time limit of {self._timeout:g} s") from None
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            for worker in self._all:
+                worker.kill()
+            self._all.clear()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    # -- embedded store: subprocess ------------------------------------------
+
+    def _run_subprocess(self, text: str, form: str) -> SparqlAnswer:
+        deadline = time.monotonic() + self._timeout
+        try:
+            worker = self._idle.get(timeout=self._timeout)
+        except queue.Empty:
+            raise QueryTimeout(f"no SPARQL worker free within {self._timeout:g} s") from None
+        try:
+            if worker is None or worker.proc.poll() is not None:
+                worker = self._spawn()
+            reply = worker.ask({"path": self._directory, "query": text, "max_rows": self._max_rows},
+                               deadline=deadline)
+        except TimeoutError:
+            self._retire(worker)
+            worker = None
+            raise QueryTimeout(f"query ran past the time limit of {self._timeout:g} s "
+                               "(stopped)") from None
+        except (OSError, StoreError):
+            self._retire(worker)
+            worker = None
+            raise
+        finally:
+            self._idle.put(worker)
+        return self._decode(reply, form)
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker()
+        with self._lock:
+            self._all.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker | None) -> None:
+        if worker is None:
+            return
+        worker.kill()
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+
+    def _decode(self, reply: dict[str, object], form: str) -> SparqlAnswer:
+        error = reply.get("error")
+        if error == "query_syntax":
+            raise QuerySyntaxError(str(reply["message"]))
+        if error == "too_many_rows":
+            raise BadParameter(str(reply["message"]))
+        if error:
+            raise StoreError(str(reply["message"]))
+        if reply["kind"] == "select":
+            columns = list(reply["columns"])  # type: ignore[call-overload]
+            return SparqlAnswer(form, rows=Rows(columns, list(reply["rows"])),  # type: ignore[call-overload]
+                                columns=columns)
+        if reply["kind"] == "ask":
+            return SparqlAnswer(form, boolean=bool(reply["boolean"]))
+        return SparqlAnswer(form, ntriples=str(reply["ntriples"]))
+
+    # -- other stores: in process --------------------------------------------
+
+    def _run_in_process(self, text: str, form: str) -> SparqlAnswer:
+        if form == "select":
+            rows = self._store.select(text, timeout=self._timeout)
+            if len(rows.rows) > self._max_rows:
+                raise BadParameter(f"the result has more than {self._max_rows} rows (the "
+                                   "server's max_rows); add LIMIT or narrow the query")
+            return SparqlAnswer(form, rows=rows, columns=rows.columns)
+        if form == "ask":
+            return SparqlAnswer(form, boolean=self._store.ask(text))
+        triples = self._store.construct(text)
+        if len(triples) > self._max_rows:
+            raise BadParameter(f"the result has more than {self._max_rows} triples; narrow the query")
+        return SparqlAnswer(form, ntriples="".join(f"{s} {p} {o} .\n" for s, p, o in triples))

@@ -1,0 +1,116 @@
+"""Classify user SPARQL before it reaches a store: read-only forms only, no open SERVICE.
+
+The query is parsed (rdflib's SPARQL 1.1 grammar), never matched with regular
+expressions: keywords inside strings, comments or IRIs cannot fool a parser.
+Updates (``INSERT``, ``DELETE``, ``LOAD``, ``CLEAR``, ``DROP``, ...) are refused
+with a message; ``SERVICE`` is refused unless its endpoint is explicitly allowed,
+because the store would fetch any URL the caller names (server-side request
+forgery). ``SERVICE ?variable`` is always refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from provkg.api.errors import ReadOnlyQuery
+from provkg.errors import QuerySyntaxError
+
+__all__ = ["GuardedQuery", "check_query", "MAX_QUERY_CHARS"]
+
+#: longer query texts are refused before parsing
+MAX_QUERY_CHARS = 100_000
+
+_FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct",
+          "DescribeQuery": "describe"}
+
+
+@dataclass(frozen=True)
+class GuardedQuery:
+    """A query that passed the guard: its text, form and the SERVICE endpoints it calls."""
+
+    text: str
+    form: str  # select | ask | construct | describe
+    services: tuple[str, ...]
+
+
+def check_query(text: str, *, allowed_service_endpoints: list[str] | tuple[str, ...] = ()
+                ) -> GuardedQuery:
+    """Parse ``text`` and decide whether the read-only endpoint may run it.
+
+    >>> check_query("SELECT * WHERE { ?s ?p ?o } LIMIT 1").form
+    'select'
+
+    Raises:
+        ReadOnlyQuery: an update, or ``SERVICE`` to an endpoint not allowed.
+        QuerySyntaxError: not SPARQL 1.1 (line and column from the parser).
+    """
+    from pyparsing import ParseBaseException
+    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
+
+    if len(text) > MAX_QUERY_CHARS:
+        raise QuerySyntaxError(f"query longer than {MAX_QUERY_CHARS} characters")
+    if not text.strip():
+        raise QuerySyntaxError("empty query")
+    try:
+        parsed = parseQuery(text)
+    except RecursionError:
+        raise QuerySyntaxError("query nests too deeply to parse") from None
+    except ParseBaseException as exc:
+        if _is_update(text, parseUpdate):
+            raise ReadOnlyQuery(
+                "SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
+                "are refused: this endpoint is read-only; use POST /v1/events to write"
+            ) from None
+        raise QuerySyntaxError(f"SPARQL syntax error: {exc.msg}", line=exc.lineno,
+                               column=exc.col) from None
+    form = _FORMS.get(getattr(parsed[1], "name", ""), "")
+    if not form:
+        raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query")
+    services = tuple(_services(parsed, _prefixes(parsed[0])))
+    allowed = set(allowed_service_endpoints)
+    for endpoint in services:
+        if endpoint not in allowed:
+            raise ReadOnlyQuery(
+                "SERVICE is refused for endpoints not listed in the server's "
+                "allowed_service_endpoints setting (PROVKG_ALLOWED_SERVICE_ENDPOINTS)")
+    return GuardedQuery(text=text, form=form, services=services)
+
+
+def _is_update(text: str, parse_update: Any) -> bool:
+    try:
+        parse_update(text)
+    except Exception:  # noqa: BLE001 - any parser failure just means "not an update"
+        return False
+    return True
+
+
+def _prefixes(prologue: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for decl in prologue or []:
+        if getattr(decl, "name", "") == "PrefixDecl":
+            out[str(decl.get("prefix") or "")] = str(decl.get("iri"))
+    return out
+
+
+def _services(node: Any, prefixes: dict[str, str]):
+    """SERVICE endpoints in a parse tree; a variable or unresolvable name yields ``"?"``."""
+    from rdflib.plugins.sparql.parserutils import CompValue
+    from rdflib.term import URIRef
+
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CompValue):
+            if item.name == "ServiceGraphPattern":
+                term = item.get("term")
+                if isinstance(term, URIRef):
+                    yield str(term)
+                elif isinstance(term, CompValue) and term.name == "pname":
+                    base = prefixes.get(str(term.get("prefix") or ""))
+                    yield base + str(term.get("localname") or "") if base else "?"
+                else:
+                    yield "?"  # SERVICE ?var: the caller picks the URL at run time
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)) or type(item).__name__ == "ParseResults":
+            stack.extend(item)

@@ -1,0 +1,101 @@
+"""A subprocess that runs user SPARQL on an embedded Oxigraph store, read-only.
+
+pyoxigraph cannot interrupt a running query from Python, so the API runs user
+queries here, where a timeout can kill the process. Each request opens the store
+directory with ``Store.read_only`` (it sees everything written so far, and the
+RocksDB lock held by the serving process does not apply), runs one query, and
+answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
+
+    -> {"path": DIR, "query": TEXT, "max_rows": N}
+    <- {"kind": "select", "columns": [...], "rows": [[...]]}
+     | {"kind": "ask", "boolean": true}
+     | {"kind": "triples", "ntriples": "..."}
+     | {"error": "query_syntax" | "too_many_rows" | "store_error", "message": "..."}
+
+Run as ``python -m provkg.api.sparql_worker``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+import pyoxigraph as ox
+
+from provkg.store.base import ntriples_term, python_value
+
+__all__ = ["answer", "main"]
+
+_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+
+def _value(term: Any) -> object:
+    if term is None:
+        return None
+    if isinstance(term, ox.NamedNode):
+        return python_value("uri", term.value)
+    if isinstance(term, ox.BlankNode):
+        return python_value("bnode", term.value)
+    if isinstance(term, ox.Literal):
+        return python_value("literal", term.value, term.datatype.value)
+    return str(term)  # quoted triples (RDF 1.2)
+
+
+def _nt(term: Any) -> str:
+    if isinstance(term, ox.NamedNode):
+        return ntriples_term("uri", term.value)
+    if isinstance(term, ox.BlankNode):
+        return ntriples_term("bnode", term.value)
+    if isinstance(term, ox.Literal):
+        lang = term.language
+        return ntriples_term("literal", term.value, None if lang else term.datatype.value, lang)
+    return str(term)
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request (see the module docstring) and return the answer object."""
+    max_rows = int(request["max_rows"])
+    try:
+        store = ox.Store.read_only(request["path"])
+        result = store.query(request["query"], use_default_graph_as_union=True)
+        if isinstance(result, ox.QueryBoolean):
+            return {"kind": "ask", "boolean": bool(result)}
+        if isinstance(result, ox.QuerySolutions):
+            columns = [v.value for v in result.variables]
+            rows = []
+            for solution in result:
+                if len(rows) >= max_rows:
+                    return _too_many(max_rows)
+                rows.append([_value(solution[c]) for c in columns])
+            return {"kind": "select", "columns": columns, "rows": rows}
+        lines = []
+        for triple in result:
+            if len(lines) >= max_rows:
+                return _too_many(max_rows)
+            lines.append(f"{_nt(triple.subject)} {_nt(triple.predicate)} {_nt(triple.object)} .\n")
+        return {"kind": "triples", "ntriples": "".join(lines)}
+    except SyntaxError as exc:
+        return {"error": "query_syntax", "message": f"SPARQL syntax error: {exc}"}
+    except OSError as exc:
+        return {"error": "store_error", "message": f"the store could not be read: {exc}"}
+
+
+def _too_many(max_rows: int) -> dict[str, Any]:
+    return {"error": "too_many_rows",
+            "message": f"the result has more than {max_rows} rows (the server's max_rows); "
+                       "add LIMIT or narrow the query"}
+
+
+def main() -> int:
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        out.write(orjson.dumps(answer(orjson.loads(line))) + b"\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The server's registry of prospective specs, kept next to the queue so it survives restarts.
+
+Specs are few and small: the registry is one JSON file (workflow name -> source
+text) rewritten atomically. Names are dictionary keys, never file names, so no
+request can reach a path of its choosing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from provkg.errors import BadSpec
+from provkg.spec import Spec, parse_spec
+
+__all__ = ["SpecRegistry", "check_no_aliases"]
+
+
+def check_no_aliases(text: str) -> None:
+    """Refuse YAML anchors / aliases: they let a small body expand into a huge document.
+
+    Raises:
+        BadSpec: the text uses an alias (or is not YAML at all: left to the spec parser).
+    """
+    try:
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                raise BadSpec(f"request body:{line}: YAML aliases (*name) are not accepted here; "
+                              "write the values out")
+    except yaml.YAMLError:
+        return  # parse_spec reports the syntax error with its line
+
+
+class SpecRegistry:
+    """Specs by workflow name, persisted to ``directory/specs.json``."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self._path = Path(directory) / "specs.json"
+        self._lock = threading.Lock()
+        self._texts: dict[str, str] = {}
+        self._specs: dict[str, Spec] = {}
+
+    def load(self) -> list[Spec]:
+        """Read the saved specs (those that no longer validate are skipped and returned empty)."""
+        if self._path.is_file():
+            self._texts = orjson.loads(self._path.read_bytes())
+        for name, text in self._texts.items():
+            self._specs[name] = parse_spec(text, source=f"saved spec {name}")
+        return list(self._specs.values())
+
+    def add(self, text: str) -> Spec:
+        """Validate and save a spec (replacing one with the same workflow name).
+
+        Raises:
+            BadSpec: naming line and field of each problem.
+        """
+        check_no_aliases(text)
+        spec = parse_spec(text, source="request body")
+        with self._lock:
+            texts = {**self._texts, spec.workflow: text}
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._path.with_suffix(".tmp")
+            with open(tmp, "wb") as out:
+                out.write(orjson.dumps(texts))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self._path)
+            self._texts = texts
+            self._specs = {**self._specs, spec.workflow: spec}
+        return spec
+
+    def specs(self) -> dict[str, Spec]:
+        """Workflow name -> Spec (a snapshot: safe to use while specs are added)."""
+        return self._specs
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The specs as JSON-ready dicts, by workflow name."""
+        return [self._specs[name].model_dump(mode="json", exclude_none=True)
+                for name in sorted(self._specs)]
