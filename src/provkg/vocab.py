@@ -250,6 +250,23 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     linkedTo: str
     assertedBy: str
     assertedAt: str
+    # ingest (issue 4): task events waiting for their run's workflow event
+    pendingRun: str
+    pendingEvent: str
+    # section summaries (spec `granularity: summary`)
+    SectionSummary: str
+    MeasureSummary: str
+    hasMeasureSummary: str
+    executionCount: str
+    minSeconds: str
+    avgSeconds: str
+    maxSeconds: str
+    firstIndex: str
+    lastIndex: str
+    valueCount: str
+    minValue: str
+    avgValue: str
+    maxValue: str
 
 
 PREFIXES: dict[str, str] = {

@@ -1,0 +1,184 @@
+"""What every target schema shares: minted IRIs, the spec resolved to terms, the state
+a stream of events carries (which run belongs to which workflow, unknown names seen).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from provkg.errors import MappingError
+from provkg.mapper import tagged, typed
+from provkg.mapper.terms import PL
+from provkg.spec import Spec
+from provkg.term import mint_iri
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapState", "as_dict"]
+
+SCHEMAS = ("typed", "tagged", "sprov")
+
+
+class Minter:
+    """``<iri>`` terms of instances under one base, memoised (parents and runs repeat)."""
+
+    def __init__(self, base: str = DEFAULT_BASE):
+        self.base = base
+        self.run = lru_cache(maxsize=4096)(self._kind("run"))
+        self.task = lru_cache(maxsize=65536)(self._kind("task"))
+        self.value = self._kind("value")
+        self.agent = lru_cache(maxsize=1024)(self._kind("agent"))
+
+    def _kind(self, kind: str) -> Any:
+        base = self.base
+
+        def mint(ident: str) -> str:
+            return "<" + mint_iri(kind, ident, base=base) + ">"
+
+        return mint
+
+    def spec(self, *parts: str) -> str:
+        return "<" + mint_iri("spec", *parts, base=self.base) + ">"
+
+    def other(self, kind: str, *parts: str) -> str:
+        return "<" + mint_iri(kind, *parts, base=self.base) + ">"
+
+
+@dataclass(slots=True)
+class TransformationTerms:
+    """One prospective transformation as the mapper needs it."""
+
+    name: str
+    term: str                    # <spec/wf/tr>
+    execution_class: str         # class of its executions in the chosen schema
+    known: bool                  # the spec declares it
+    summary: bool = False        # granularity: summary (kept as per-parent summaries)
+    #: name -> (term, value class, declared by the spec)
+    attributes: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
+    kind: str = "transformation"
+
+
+@dataclass(slots=True)
+class WorkflowTerms:
+    """One workflow's prospective terms for one schema (plain PROVLake when there is no spec)."""
+
+    name: str
+    term: str
+    run_class: str
+    spec: Spec | None
+    transformations: dict[str, TransformationTerms] = field(default_factory=dict)
+
+
+def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) -> WorkflowTerms:
+    is_typed = schema == "typed"
+    wt = WorkflowTerms(name=name, term=mint.spec(name), spec=spec,
+                       run_class=typed.run_class(spec.phase if spec else None) if is_typed
+                       else PL.WorkflowExecution)
+    if spec is None:
+        return wt
+    for t in spec.transformations:
+        exec_class = (typed.execution_class(t.kind, spec.stage_kind(t.name)) if is_typed
+                      else PL.DataTransformationExecution)
+        tt = TransformationTerms(name=t.name, term=mint.spec(name, t.name), execution_class=exec_class,
+                                 known=True, summary=t.kind == "section" and t.granularity == "summary",
+                                 kind=t.kind)
+        for a in [*t.used, *t.generated]:
+            if a.name not in tt.attributes:
+                vclass = typed.VALUE_CLASS[a.role] if is_typed else PL.AttributeValue
+                tt.attributes[a.name] = (mint.spec(name, t.name, a.name), vclass, True)
+        wt.transformations[t.name] = tt
+    return wt
+
+
+class MapState:
+    """What a stream of events carries from one event to the next.
+
+    Keep one per ingest session and pass it to every ``map_events`` call so runs
+    seen in earlier batches are known in later ones. ``specs`` may be a dict the
+    caller adds to later (a spec registered after its events).
+    """
+
+    def __init__(self, specs: Mapping[str, Spec] | None = None, *, schema: str = "typed",
+                 base: str = DEFAULT_BASE, max_pending: int = 100_000):
+        if schema not in SCHEMAS:
+            raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
+        self.specs: Mapping[str, Spec] = specs if specs is not None else {}
+        self.schema = schema
+        self.base = base
+        self.mint = Minter(base)
+        self.agent_class = typed.AGENT_CLASS if schema == "typed" else tagged.AGENT_CLASS
+        #: run id -> prospective workflow name
+        self.runs: dict[str, str] = {}
+        #: tasks whose run is not known yet: run id -> their events (bounded by max_pending)
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.pending_count = 0
+        self.max_pending = max_pending
+        # unknown names seen: counted, reported as warnings
+        self.no_spec: Counter[str] = Counter()
+        self.unknown_transformations: Counter[tuple[str, str]] = Counter()
+        self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
+        self.unresolved_runs: Counter[str] = Counter()
+        self._terms: dict[str, tuple[int, WorkflowTerms]] = {}
+        #: per-section summaries (granularity: summary), created on first need
+        self.summaries: Any = None
+        #: write a parent's summaries when it ends (sessions) or only at finish (one whole stream)
+        self.summary_close_on_end = True
+
+    def workflow(self, name: str) -> WorkflowTerms:
+        """The terms of workflow ``name`` (rebuilt when its spec changes)."""
+        spec = self.specs.get(name)
+        cached = self._terms.get(name)
+        if cached is not None and cached[0] == id(spec):
+            return cached[1]
+        wt = _workflow_terms(name, spec, schema=self.schema, mint=self.mint)
+        self._terms[name] = (id(spec), wt)
+        return wt
+
+    def transformation(self, wt: WorkflowTerms, name: str) -> TransformationTerms:
+        """The terms of transformation ``name`` of ``wt``; plain PROVLake when the spec lacks it."""
+        tt = wt.transformations.get(name)
+        if tt is None:
+            tt = TransformationTerms(name=name, term=self.mint.spec(wt.name, name),
+                                     execution_class=PL.DataTransformationExecution, known=False)
+            wt.transformations[name] = tt
+        if not tt.known and wt.spec is not None:
+            self.unknown_transformations[(wt.name, name)] += 1
+        return tt
+
+    def attribute(self, wt: WorkflowTerms, tt: TransformationTerms, name: str) -> tuple[str, str, bool]:
+        """(attribute term, value class, declared) for a value called ``name`` of ``tt``;
+        plain PROVLake (and counted) when the spec does not declare it."""
+        at = tt.attributes.get(name)
+        if at is None:
+            at = (self.mint.spec(wt.name, tt.name, name), PL.AttributeValue, False)
+            tt.attributes[name] = at
+        if not at[2] and tt.known:
+            self.unknown_attributes[(wt.name, tt.name, name)] += 1
+        return at
+
+    def warnings(self) -> list[str]:
+        """Unknown names seen so far, one sentence each (what was stored and how)."""
+        out = [f"workflow {w!r} has no spec: {n} events stored as plain PROVLake"
+               for w, n in sorted(self.no_spec.items())]
+        out += [f"transformation {t!r} is not in the spec of {w!r}: {n} events stored as plain PROVLake"
+                for (w, t), n in sorted(self.unknown_transformations.items())]
+        out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}: "
+                f"{n} values stored as plain PROVLake"
+                for (w, t, a), n in sorted(self.unknown_attributes.items())]
+        out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
+                for r, n in sorted(self.unresolved_runs.items())]
+        return out
+
+
+def as_dict(event: Any) -> dict[str, Any]:
+    """A wire-format event as a plain dict (pydantic models are dumped)."""
+    if isinstance(event, dict):
+        return event
+    try:
+        return event.model_dump()
+    except AttributeError as exc:
+        raise MappingError(f"an event is a dict or an events.WorkflowEvent / TaskEvent, "
+                           f"not {type(event).__name__}") from exc

@@ -1,0 +1,64 @@
+"""Prospective triples: a spec as a graph (docs/graph.md, "Prospective part").
+
+Typed: transformations and attributes get the PROV-ML classes their kind and role
+imply. Tagged: plain PROVLake classes qualified by ``provlake:tag`` (Listing 2).
+Both: labels, ``provlake:isPartOf``, ``hasInput`` / ``hasOutput``, concepts, stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from provkg.mapper import tagged, typed
+from provkg.mapper.common import Minter
+from provkg.mapper.terms import A, LABEL, PL, term_of
+from provkg.spec import Spec
+from provkg.term import Triple, literal
+
+__all__ = ["prospective_triples"]
+
+
+def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Triple]:
+    """The spec's triples in ``schema`` (``typed`` or ``tagged``)."""
+    is_typed = schema == "typed"
+    wf = mint.spec(spec.workflow)
+    yield wf, A, PL.Workflow
+    yield wf, LABEL, literal(spec.workflow)
+    yield wf, PL.tag, literal(spec.phase)
+    stores = {s.name: mint.other("store", s.name) for s in spec.data_stores}
+    for s in spec.data_stores:
+        st = stores[s.name]
+        yield st, A, PL.DataStore
+        yield st, LABEL, literal(s.name)
+        if s.location is not None:
+            yield st, PL.location, literal(s.location, "http://www.w3.org/2001/XMLSchema#anyURI")
+    for t in spec.transformations:
+        tr = mint.spec(spec.workflow, t.name)
+        stage = spec.stage_kind(t.name)
+        if is_typed:
+            yield tr, A, typed.TRANSFORMATION_CLASS[t.kind]
+        else:
+            yield tr, A, PL.DataTransformation
+            tag = tagged.transformation_tag(t.kind, stage)
+            if tag is not None:
+                yield tr, PL.tag, literal(tag)
+        yield tr, LABEL, literal(t.name)
+        yield tr, PL.isPartOf, wf
+        if t.kind == "section" and t.of is not None:
+            yield tr, PL.isPartOf, mint.spec(spec.workflow, t.of)
+        for side, link in (("used", PL.hasInput), ("generated", PL.hasOutput)):
+            for a in getattr(t, side):
+                at = mint.spec(spec.workflow, t.name, a.name)
+                yield tr, link, at
+                if is_typed:
+                    yield at, A, typed.ATTRIBUTE_CLASS[a.role]
+                else:
+                    yield at, A, PL.Attribute
+                    tag = tagged.ROLE_TAG[a.role]
+                    if tag is not None:
+                        yield at, PL.tag, literal(tag)
+                yield at, LABEL, literal(a.name)
+                if a.concept is not None:
+                    yield at, PL.concept, term_of(a.concept_iri)  # type: ignore[arg-type]
+                if a.store is not None:
+                    yield at, PL.storedIn, stores[a.store]

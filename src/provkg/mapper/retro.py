@@ -1,0 +1,155 @@
+"""Retrospective triples for the typed and tagged schemas (docs/graph.md, "Retrospective part").
+
+The two schemas differ only in the classes chosen (resolved once per spec in
+:class:`~provkg.mapper.common.MapState`), so one walker serves both. Every
+event maps on its own to the triples it implies: a begin and an end of the same
+task both state its class and links, so an end without its begin, duplicates and
+any order give the same set of triples.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from provkg.events import default_value_id
+from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
+from provkg.mapper.terms import A, LABEL, P, PK, PL
+from provkg.term import datetime_literal, iri, literal
+from provkg.vocab import XSD
+
+__all__ = ["map_workflow_event", "map_task_event", "pending_triples"]
+
+_FINISHED = literal("finished")
+_RUN_STATUS = {"finished": _FINISHED, "failed": literal("failed")}
+_FAILED = literal("failed")
+_ANYURI = XSD.anyURI
+
+
+def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]]) -> None:
+    """Triples of a workflow begin / end event, appended to ``out``."""
+    run_id, wf = e["id"], e["workflow"]
+    st.runs[run_id] = wf
+    wt = st.workflow(wf)
+    if wt.spec is None:
+        st.no_spec[wf] += 1
+    r = st.mint.run(run_id)
+    out.append((r, A, wt.run_class))
+    out.append((r, P.wasInfluencedBy, wt.term))
+    if e["event"] == "begin":
+        out.append((r, P.startedAtTime, datetime_literal(e["time"])))
+    else:
+        out.append((r, P.endedAtTime, datetime_literal(e["time"])))
+        status = e.get("status") or "finished"
+        out.append((r, PK.status, _RUN_STATUS.get(status) or literal(status)))
+        if e.get("message") is not None:
+            out.append((r, PK.message, literal(e["message"])))
+    _agent(e, r, st, out)
+    env = e.get("environment")
+    if env:
+        if env.get("host") is not None:
+            out.append((r, PK.host, literal(str(env["host"]))))
+        out.append((r, PK.environment, literal(env)))
+    if e.get("used"):
+        _values(e["used"], r, run_id, None, None, st, out, used=True, plain=True)
+    if e.get("generated"):
+        _values(e["generated"], r, run_id, None, None, st, out, used=False, plain=True)
+
+
+def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]],
+                   wt: WorkflowTerms | None, tt: TransformationTerms | None) -> None:
+    """Triples of a task begin / end event, appended to ``out``.
+
+    ``wt`` / ``tt`` are the task's workflow and transformation; both None when the
+    run's workflow is not known yet (then only what does not depend on it is written,
+    plus a pending record: see :func:`pending_triples`).
+    """
+    task_id = e["id"]
+    t = st.mint.task(task_id)
+    if tt is not None:
+        out.append((t, A, tt.execution_class))
+        out.append((t, P.wasInfluencedBy, tt.term))
+    if e["event"] == "begin":
+        out.append((t, P.startedAtTime, datetime_literal(e["time"])))
+    else:
+        out.append((t, P.endedAtTime, datetime_literal(e["time"])))
+        if e.get("status") == "failed":
+            out.append((t, PK.status, _FAILED))
+        if e.get("message") is not None:
+            out.append((t, PK.message, literal(e["message"])))
+    parent = e.get("parent")
+    if parent is not None:
+        out.append((t, P.wasInformedBy, st.mint.task(parent)))
+    else:
+        out.append((t, PL.isPartOf, st.mint.run(e["workflow_id"])))
+    deps = e.get("dependencies")
+    if deps:
+        for d in deps:
+            out.append((t, P.wasInformedBy, st.mint.task(d)))
+    index = e.get("index")
+    if index is not None:
+        out.append((t, PK.index, literal(index)))
+    _agent(e, t, st, out)
+    if e.get("used"):
+        _values(e["used"], t, task_id, wt, tt, st, out, used=True, plain=False)
+    if e.get("generated"):
+        _values(e["generated"], t, task_id, wt, tt, st, out, used=False, plain=False)
+
+
+def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[tuple[str, str, str]]) -> None:
+    name = e.get("agent")
+    if name is not None:
+        a = st.mint.agent(name)
+        out.append((subject, P.wasAssociatedWith, a))
+        out.append((a, A, st.agent_class))
+        out.append((a, LABEL, literal(name)))
+
+
+def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: WorkflowTerms | None,
+            tt: TransformationTerms | None, st: MapState, out: list[tuple[str, str, str]],
+            *, used: bool, plain: bool) -> None:
+    """``plain``: values of a workflow run itself (no transformation): plain PROVLake."""
+    mint_value = st.mint.value
+    for v in values:
+        name = v["name"]
+        vid = v.get("id") or v.get("location") or default_value_id(owner_id, name, used=used)
+        vt = mint_value(vid)
+        if used:
+            out.append((execution, P.used, vt))
+        else:
+            out.append((vt, P.wasGeneratedBy, execution))
+        if tt is not None:
+            aterm, vclass, _ = st.attribute(wt, tt, name)  # type: ignore[arg-type]
+            out.append((vt, A, vclass))
+            out.append((vt, P.wasDerivedFrom, aterm))
+        elif plain:
+            out.append((vt, A, PL.AttributeValue))
+        x = v.get("value")
+        if x is not None:
+            out.append((vt, P.value, literal(x)))
+        loc = v.get("location")
+        if loc is not None:
+            out.append((vt, PL.location, literal(loc, _ANYURI)))
+            out.append((vt, A, PL.DataReference))
+        dom = v.get("domain")
+        if dom is not None:
+            out.append((vt, PL.denotes, iri(dom)))
+        for src in v.get("derived_from") or ():
+            out.append((vt, P.wasDerivedFrom, mint_value(src)))
+
+
+def _compact(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _compact(v) for k, v in x.items() if v is not None and v != []}
+    if isinstance(x, list):
+        return [_compact(v) for v in x]
+    return x
+
+
+def pending_triples(e: dict[str, Any], st: MapState) -> list[tuple[str, str, str]]:
+    """A task event whose run is unknown, kept in the graph until the run's workflow
+    event arrives (the ingest service then maps it properly and deletes these)."""
+    t = st.mint.task(e["id"])
+    text = json.dumps(_compact(e), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return [(t, PK.pendingRun, st.mint.run(e["workflow_id"])),
+            (t, PK.pendingEvent, literal(text, "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"))]

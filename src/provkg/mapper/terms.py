@@ -1,0 +1,35 @@
+"""Vocabulary terms as ready N-Triples strings (``<iri>``), built once at import.
+
+The mapper writes millions of triples; spelling each predicate with ``iri()`` on
+every use would cost more than the rest of the mapping.
+"""
+
+from __future__ import annotations
+
+from provkg.term import iri
+from provkg.vocab import PROV, PROVKG, PROVLAKE, PROVML, RDF, RDFS, SPROV, Vocabulary
+
+__all__ = ["A", "LABEL", "P", "PK", "PL", "PML", "SP", "term_of"]
+
+A = iri(RDF.type)
+LABEL = iri(RDFS.label)
+
+
+class _Terms:
+    """Attribute access to ``<iri>`` strings of one vocabulary: ``P.used == '<...#used>'``."""
+
+    def __init__(self, vocab: type[Vocabulary]):
+        for name, full in vocab.terms().items():
+            setattr(self, name, iri(full))
+
+
+P = _Terms(PROV)
+PK = _Terms(PROVKG)
+PL = _Terms(PROVLAKE)
+PML = _Terms(PROVML)
+SP = _Terms(SPROV)
+
+
+def term_of(full_iri: str) -> str:
+    """``<full_iri>`` (validated)."""
+    return iri(full_iri)

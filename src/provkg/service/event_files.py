@@ -1,0 +1,128 @@
+"""Reading captured events from disk: JSONL files (``.gz``, ``.zst``) and spool folders.
+
+Streams in chunks so memory stays bounded by the chunk, not the file. A line may be
+one event or a whole batch envelope (``{"format": "provkg.events/1", "events": [...]}``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from provkg.errors import BadEvent, NotFound
+from provkg.events import FORMAT, parse_event
+
+__all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes"]
+
+EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".json.gz", ".json.zst", ".json")
+
+
+def _is_event_file(p: Path) -> bool:
+    return p.is_file() and p.name.endswith(EVENT_SUFFIXES)
+
+
+def event_files(paths: list[str | Path]) -> list[Path]:
+    """The event files named by ``paths``: files as given, folders searched at any depth
+    (a capture spool's ``rejected/`` folder is skipped), each folder's files in name order.
+
+    Raises:
+        NotFound: a path does not exist, or a folder holds no event file.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            found = sorted((f for f in p.rglob("*") if _is_event_file(f)
+                            and "rejected" not in f.relative_to(p).parts), key=lambda f: (f.name, str(f)))
+            if not found:
+                raise NotFound(f"{p}: no event files (*.jsonl, *.jsonl.gz, *.jsonl.zst) in this folder")
+            out.extend(found)
+        else:
+            raise NotFound(f"{p}: no such file or folder")
+    return out
+
+
+def total_bytes(files: list[Path]) -> int:
+    """Bytes on disk of ``files`` (for a progress bar)."""
+    return sum(f.stat().st_size for f in files)
+
+
+def _open(path: Path, raw: BinaryIO) -> BinaryIO:
+    name = path.name
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    if name.endswith(".zst"):
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
+    return raw
+
+
+def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
+                on_bytes: Callable[[int], None] | None = None,
+                on_torn: Callable[[str], None] | None = None) -> Iterator[list[dict[str, Any]]]:
+    """Yield lists of up to ``chunk`` events from one file, as plain dicts.
+
+    ``validate`` checks each event against wire format v1 (errors name file and line);
+    skip it only for files provkg wrote itself. ``on_bytes`` gets the compressed bytes
+    read since the last call. An unreadable *last* line (a torn write) is reported
+    through ``on_torn`` and skipped.
+
+    Raises:
+        BadEvent: a line is not JSON or not a valid event (``FILE:LINE: field: problem``).
+    """
+    with open(path, "rb") as raw:
+        stream = _open(path, raw)
+        last_pos = 0
+        batch: list[dict[str, Any]] = []
+        bad: tuple[int, str] | None = None
+        try:
+            for n, line in enumerate(stream, 1):
+                if bad is not None:  # a bad line that was not the last: a real error
+                    raise BadEvent(f"{path}:{bad[0]}: not JSON ({bad[1]})")
+                if not line.strip():
+                    continue
+                try:
+                    obj = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    bad = (n, str(exc).split(":")[0])
+                    continue
+                _collect(obj, batch, path, n, validate)
+                if len(batch) >= chunk:
+                    yield batch
+                    batch = []
+                    if on_bytes is not None:
+                        pos = raw.tell()
+                        on_bytes(pos - last_pos)
+                        last_pos = pos
+        except (OSError, EOFError) as exc:
+            raise BadEvent(f"{path}: cannot read ({exc})") from exc
+        if bad is not None and on_torn is not None:
+            on_torn(f"{path}:{bad[0]}: last line is not JSON (a torn write?); skipped")
+        if batch:
+            yield batch
+        if on_bytes is not None:
+            on_bytes(raw.tell() - last_pos)
+
+
+def _collect(obj: Any, out: list[dict[str, Any]], path: Path, n: int, validate: bool) -> None:
+    if isinstance(obj, dict) and "format" in obj and "events" in obj:
+        if obj["format"] != FORMAT:
+            raise BadEvent(f"{path}:{n}: format must be {FORMAT!r}")
+        items = obj["events"] if isinstance(obj["events"], list) else [obj["events"]]
+    else:
+        items = [obj]
+    for i, ev in enumerate(items):
+        if not isinstance(ev, dict):
+            raise BadEvent(f"{path}:{n}: an event is a JSON object")
+        if validate:
+            where = f"{path}:{n}: " if len(items) == 1 else f"{path}:{n}: events[{i}]."
+            parse_event(ev, where=where)  # strict: the dict itself is then a valid event
+        out.append(ev)

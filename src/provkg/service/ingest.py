@@ -1,0 +1,322 @@
+"""Ingest: captured events + prospective specs -> triples in a store.
+
+The one place the mapper meets a store. An :class:`Ingestor` is an ingest session
+(the mapper's state plus the store); the functions below are the use cases the CLI,
+the API and the demo call::
+
+    register_spec(store, spec)                         # prospective triples (+ typed fix-up)
+    ingest_events(store, events, specs={...})          # events already in memory
+    ingest_paths(store, ["spool/"], specs={...})       # JSONL / .gz / .zst files, spool folders
+    StoreSink(store, specs)                            # a capture sink writing in-process
+
+Order does not matter (design decision S3): a task whose run is not known yet is kept
+pending (in memory, then as a pending record in the store) until the run's workflow
+event arrives; a spec registered after its events re-types what was stored plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from provkg.errors import MappingError
+from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec
+from provkg.mapper.terms import A, P, PK, PL
+from provkg.service.event_files import event_files, read_events, total_bytes
+from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
+from provkg.spec import Spec, load_spec
+from provkg.store import Store, open_store
+from provkg.term import id_from_iri, literal
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = [
+    "IngestReport", "Ingestor", "StoreSink", "register_spec", "ingest_events", "ingest_paths",
+    "link_value", "check_links", "cmd_ingest", "cmd_link", "cmd_check_links",
+]
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: events read, triples written (given to the store), warnings."""
+
+    events: int = 0
+    triples: int = 0
+    files: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"events": self.events, "triples": self.triples, "files": self.files,
+                "seconds": round(self.seconds, 3), "warnings": list(self.warnings)}
+
+    def __str__(self) -> str:
+        rate = f", {self.triples / self.seconds:,.0f} triples/s" if self.seconds > 0 else ""
+        return (f"{self.events:,} events -> {self.triples:,} triples in {self.seconds:.1f} s{rate}"
+                + (f"; {len(self.warnings)} warnings" if self.warnings else ""))
+
+
+def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str = DEFAULT_BASE) -> int:
+    """Write ``spec``'s prospective triples; in typed mode also re-type what was stored
+    before the spec was known (plain executions and values of that workflow get the
+    PROV-ML classes their kind and role imply). Idempotent. Returns triples written.
+
+    Raises:
+        MappingError: unknown schema.  StoreError: the store refused the data.
+    """
+    n = store.add(map_spec(spec, schema=schema, base=base))
+    if schema == "typed":
+        store.update(_retype_update(spec, base=base))
+    return n
+
+
+def _retype_update(spec: Spec, *, base: str) -> str:
+    """SPARQL Update giving already-stored runs, executions and values of ``spec``'s
+    workflow their typed classes (found through their links to the prospective part)."""
+    st = MapState({spec.workflow: spec}, schema="typed", base=base)
+    wt = st.workflow(spec.workflow)
+    execs = [(tt.term, tt.execution_class) for tt in wt.transformations.values()
+             if tt.execution_class != PL.DataTransformationExecution]
+    vals = [(term, vclass) for tt in wt.transformations.values()
+            for term, vclass, _ in tt.attributes.values() if vclass != PL.AttributeValue]
+    parts = []
+    if wt.run_class != PL.WorkflowExecution:
+        parts.append(f"DELETE {{ ?r {A} {PL.WorkflowExecution} }} INSERT {{ ?r {A} {wt.run_class} }} "
+                     f"WHERE {{ ?r {P.wasInfluencedBy} {wt.term} ; {A} {PL.WorkflowExecution} }}")
+    if execs:
+        rows = " ".join(f"({t} {c})" for t, c in execs)
+        parts.append(f"DELETE {{ ?x {A} {PL.DataTransformationExecution} }} INSERT {{ ?x {A} ?c }} "
+                     f"WHERE {{ VALUES (?t ?c) {{ {rows} }} ?x {P.wasInfluencedBy} ?t ; "
+                     f"{A} {PL.DataTransformationExecution} }}")
+    if vals:
+        rows = " ".join(f"({t} {c})" for t, c in vals)
+        parts.append(f"DELETE {{ ?v {A} {PL.AttributeValue} }} INSERT {{ ?v {A} ?c }} "
+                     f"WHERE {{ VALUES (?a ?c) {{ {rows} }} ?v {P.wasDerivedFrom} ?a ; "
+                     f"{A} {PL.AttributeValue} }}")
+    return " ;\n".join(parts) if parts else "INSERT DATA { }"
+
+
+class Ingestor:
+    """One ingest session into one store: specs, the mapper's state, pending work.
+
+    Thread-safe (a capture sink may call from its background thread). Call
+    :meth:`finish` at the end so pending tasks and open section summaries are written.
+    """
+
+    def __init__(self, store: Store, *, specs: Mapping[str, Spec] | Iterable[Spec] | None = None,
+                 schema: str = "typed", base: str = DEFAULT_BASE, register: bool = True):
+        if schema not in SCHEMAS:
+            raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
+        self.store = store
+        self.schema = schema
+        self.base = base
+        self.specs: dict[str, Spec] = {}
+        self.state = MapState(self.specs, schema=schema, base=base)
+        self.report = IngestReport()
+        self._lock = threading.Lock()
+        items = specs.values() if isinstance(specs, Mapping) else (specs or [])
+        for s in items:
+            if register:
+                self.register_spec(s)
+            else:
+                self.specs[s.workflow] = s
+
+    def register_spec(self, spec: Spec) -> int:
+        """Add (or replace) a workflow's spec and write its prospective triples."""
+        with self._lock:
+            self.specs[spec.workflow] = spec
+            return register_spec(self.store, spec, schema=self.schema, base=self.base)
+
+    def ingest(self, events: Iterable[dict[str, Any] | Any]) -> int:
+        """Map a batch of events (dicts or event models) and write it. Returns triples written."""
+        batch = [e if isinstance(e, dict) else e.model_dump(exclude_none=True) for e in events]
+        with self._lock:
+            self._learn_runs(batch)
+            triples = map_batch(batch, self.state)
+            n = self.store.add(triples) if triples else 0
+            n += self._resolve_pending(batch)
+            self._retract_stale()
+            self.report.events += len(batch)
+            self.report.triples += n
+            return n
+
+    def finish(self) -> IngestReport:
+        """Write what the session still holds; the session's report (warnings included)."""
+        with self._lock:
+            triples = finish(self.state)
+            if triples:
+                self.report.triples += self.store.add(triples)
+            self._retract_stale()
+            self.report.warnings = self.state.warnings()
+            return self.report
+
+    # -- order independence ------------------------------------------------
+
+    def _learn_runs(self, batch: list[dict[str, Any]]) -> None:
+        """Look up in the store the workflows of runs this session has not seen."""
+        runs = self.state.runs
+        unknown = {e["workflow_id"] for e in batch if e.get("type") == "task" and e["workflow_id"] not in runs}
+        if not unknown:
+            return
+        unknown -= {e["id"] for e in batch if e.get("type") == "workflow"}
+        if not unknown:
+            return
+        spec_prefix = self.base + "spec/"
+        for chunk in _chunks(sorted(unknown), 200):
+            values = " ".join(self.state.mint.run(r) for r in chunk)
+            rows = self.store.select(
+                f"SELECT ?run ?wf WHERE {{ VALUES ?run {{ {values} }} ?run {P.wasInfluencedBy} ?wf . "
+                f"FILTER(STRSTARTS(STR(?wf), {literal(spec_prefix)})) }}")
+            for run_iri, wf_iri in rows.rows:
+                run_id = id_from_iri(str(run_iri), "run", base=self.base)
+                wf = id_from_iri(str(wf_iri), "spec", base=self.base)
+                if run_id is not None and wf is not None and "/" not in wf:
+                    runs[run_id] = wf
+
+    def _resolve_pending(self, batch: list[dict[str, Any]]) -> int:
+        """Map the pending task events stored for runs whose workflow event just came."""
+        arrived = sorted({e["id"] for e in batch if e.get("type") == "workflow"})
+        if not arrived:
+            return 0
+        written = 0
+        for chunk in _chunks(arrived, 200):
+            values = " ".join(self.state.mint.run(r) for r in chunk)
+            rows = self.store.select(
+                f"SELECT ?t ?run ?event WHERE {{ VALUES ?run {{ {values} }} "
+                f"?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?event }}")
+            if not rows.rows:
+                continue
+            events = [orjson.loads(str(ev)) for _, _, ev in rows.rows]
+            triples = map_batch(events, self.state)
+            written += self.store.add(triples) if triples else 0
+            self.store.update(f"DELETE {{ ?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?e }} "
+                              f"WHERE {{ VALUES ?run {{ {values} }} ?t {PK.pendingRun} ?run ; "
+                              f"{PK.pendingEvent} ?e }}")
+        return written
+
+    def _retract_stale(self) -> None:
+        summaries = self.state.summaries
+        if summaries is not None and summaries.retract:
+            for chunk in _chunks(summaries.retract, 2000):
+                self.store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
+            summaries.retract.clear()
+
+
+def _chunks(items: list[Any], n: int) -> Iterable[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def ingest_events(store: Store, events: Iterable[Any], *,
+                  specs: Mapping[str, Spec] | Iterable[Spec] | None = None,
+                  schema: str = "typed", base: str = DEFAULT_BASE, batch_size: int = 5000) -> IngestReport:
+    """Map ``events`` (dicts or event models) with ``specs`` and write them to ``store``.
+
+    The specs' prospective triples are written too. Re-running adds no triple.
+
+    Raises:
+        MappingError: unknown schema or a malformed event.  StoreError: the store refused data.
+    """
+    started = time.perf_counter()
+    ing = Ingestor(store, specs=specs, schema=schema, base=base)
+    batch: list[Any] = []
+    for e in events:
+        batch.append(e)
+        if len(batch) >= batch_size:
+            ing.ingest(batch)
+            batch = []
+    if batch:
+        ing.ingest(batch)
+    report = ing.finish()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def ingest_paths(store: Store, paths: Iterable[str | Path], *,
+                 specs: Mapping[str, Spec] | Iterable[Spec] | None = None, schema: str = "typed",
+                 base: str = DEFAULT_BASE, progress: bool = True, validate: bool = True,
+                 chunk: int = 5000) -> IngestReport:
+    """Stream event files (JSONL, ``.gz``, ``.zst``) and spool folders into ``store``.
+
+    Memory is bounded by ``chunk`` events (plus the mapper's bounded pending state).
+    ``progress`` shows a bar on stderr. ``validate=False`` skips the wire-format check
+    (only for files provkg wrote).
+
+    Raises:
+        NotFound: a path does not exist.  BadEvent: a bad line (file, line and field named).
+    """
+    started = time.perf_counter()
+    files = event_files(list(paths))
+    ing = Ingestor(store, specs=specs, schema=schema, base=base)
+    torn: list[str] = []
+    bar = _progress_bar(total_bytes(files), enabled=progress)
+    try:
+        for f in files:
+            for events in read_events(f, validate=validate, chunk=chunk, on_bytes=bar.update,
+                                      on_torn=torn.append):
+                ing.ingest(events)
+                bar.set_postfix_str(f"{ing.report.events:,} events, {ing.report.triples:,} triples",
+                                    refresh=False)
+            ing.report.files += 1
+    finally:
+        bar.close()
+    report = ing.finish()
+    report.warnings = torn + report.warnings
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _progress_bar(total: int, *, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, desc="ingest", disable=not enabled,
+                file=sys.stderr, leave=False)
+
+
+class StoreSink:
+    """A capture sink that maps and writes in-process (``capture.workflow(..., sink=StoreSink(...))``).
+
+    ``send`` writes each batch at once; ``close`` writes what is still pending (it does
+    not close the store, which the caller owns).
+    """
+
+    def __init__(self, store: Store, specs: Mapping[str, Spec] | Iterable[Spec] | None = None, *,
+                 schema: str = "typed", base: str = DEFAULT_BASE):
+        self.ingestor = Ingestor(store, specs=specs, schema=schema, base=base)
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        """Map and write a batch of wire-format event dicts."""
+        self.ingestor.ingest(events)
+
+    def register_spec(self, spec: Spec) -> int:
+        """Add a spec while the sink is in use."""
+        return self.ingestor.register_spec(spec)
+
+    @property
+    def report(self) -> IngestReport:
+        return self.ingestor.report
+
+    def close(self) -> None:
+        self.ingestor.finish()
+
+
+# -- CLI -------------------------------------------------------------------------
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    """``provkg ingest FILE|DIR... --spec S --schema typed|tagged|sprov``."""
+    specs = [load_spec(s) for s in args.spec]
+    with open_store(args.store) as store:
+        report = ingest_paths(store, args.paths, specs=specs, schema=args.schema,
+                              progress=sys.stderr.isatty())
+    for w in report.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"ingested {report.files} files: {report}")
+    return 0

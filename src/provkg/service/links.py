@@ -1,0 +1,85 @@
+"""Links from captured values to domain-KG resources (design decision D2).
+
+A value captured with ``domain=IRI`` already ``provlake:denotes`` that resource. A link
+found later is added with :func:`link_value`, recorded as a ``provkg:LinkAssertion``
+(who asserted it and when) next to the link itself. :func:`check_links` lists links
+whose target no loaded graph describes (a typo, or a domain KG not loaded yet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import time
+
+from provkg.errors import NotFound
+from provkg.mapper.terms import A, LABEL, P, PK, PL
+from provkg.store import Store, open_store
+from provkg.term import datetime_literal, id_from_iri, iri, literal, mint_iri
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = ["link_value", "check_links", "cmd_link", "cmd_check_links"]
+
+
+def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
+               when: float | None = None, base: str = DEFAULT_BASE) -> str:
+    """Say that captured value ``value_id`` (its id or location URI) denotes ``target``.
+
+    Returns the IRI of the ``provkg:LinkAssertion`` recording who (``agent``, default the
+    user running this) and when (``when``, seconds since the epoch, default now).
+
+    Raises:
+        BadParameter: ``target`` is not an absolute IRI.
+        NotFound: the store holds no value with that id.
+    """
+    target_term = iri(target)
+    value = iri(mint_iri("value", value_id, base=base))
+    if not store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
+        raise NotFound(f"no captured value with id or location {value_id!r} in the store")
+    who = agent or os.environ.get("USER") or getpass.getuser()
+    at = time.time() if when is None else when
+    stamp = datetime_literal(at)
+    assertion = mint_iri("link", value_id, target, stamp.split('"')[1], base=base)
+    a, person = iri(assertion), iri(mint_iri("agent", who, base=base))
+    store.add([
+        (value, PL.denotes, target_term),
+        (a, A, PK.LinkAssertion), (a, PK.linkedValue, value), (a, PK.linkedTo, target_term),
+        (a, PK.assertedBy, person), (a, PK.assertedAt, stamp),
+        (person, A, P.Agent), (person, LABEL, literal(who)),
+    ])
+    return assertion
+
+
+def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, str]]:
+    """(value id, target IRI) of every ``provlake:denotes`` link whose target is the
+    subject of no triple in the store, sorted."""
+    rows = store.select(f"SELECT DISTINCT ?v ?d WHERE {{ ?v {PL.denotes} ?d . "
+                        f"FILTER NOT EXISTS {{ ?d ?p ?o }} }}")
+    out = []
+    for v, d in rows.rows:
+        vid = id_from_iri(str(v), "value", base=base)
+        out.append((vid if vid is not None else str(v), str(d)))
+    return sorted(out)
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    """``provkg link VALUE_ID IRI [--agent WHO]``."""
+    with open_store(args.store) as store:
+        assertion = link_value(store, args.value_id, args.target, agent=args.agent)
+    print(f"linked {args.value_id} -> {args.target} (recorded as {assertion})")
+    return 0
+
+
+def cmd_check_links(args: argparse.Namespace) -> int:
+    """``provkg check-links``: print dangling links; exit 1 when there are any."""
+    with open_store(args.store) as store:
+        dangling = check_links(store)
+    if not dangling:
+        print("no dangling links")
+        return 0
+    for value, target in dangling:
+        print(f"{value}\t{target}")
+    print(f"{len(dangling)} dangling links: no loaded graph describes their target", file=sys.stderr)
+    return 1

@@ -1,0 +1,375 @@
+"""Prospective specs v1 (DESIGN.md section 4): what each transformation and attribute *is*.
+
+A spec is YAML (or JSON, which YAML reads too). Loading keeps the line of every
+node, so each problem is reported as ``FILE:LINE: field.path: message`` and all
+problems are reported at once::
+
+    workflow: flower-training
+    phase: learning
+    transformations:
+      - {name: training, kind: training, used: [{name: learning_rate, role: hyperparameter}]}
+      - {name: epoch, kind: section, of: training, granularity: full,
+         generated: [{name: loss, role: evaluation_measure, concept: seis:loss}]}
+
+This module does no RDF: the mapper turns a :class:`Spec` into prospective triples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, ValidationError
+
+from provkg.errors import BadSpec, NotFound
+from provkg.term import is_valid_iri
+from provkg.vocab import PREFIXES
+
+__all__ = [
+    "KINDS", "ROLES", "PHASES", "Attribute", "Transformation", "DataStore", "Spec",
+    "load_spec", "parse_spec", "expand_curie", "cmd_validate",
+]
+
+KINDS = ("transformation", "training", "validation", "evaluation", "section",
+         "feature_extraction", "adaptation")
+ROLES = ("hyperparameter", "model_hyperparameter", "model", "model_schema", "evaluation_measure",
+         "dataset", "dataset_characteristic", "feature_set", "data_reference", "domain_reference",
+         "plain")
+PHASES = ("curation", "preparation", "learning")
+
+Kind = Literal["transformation", "training", "validation", "evaluation", "section",
+               "feature_extraction", "adaptation"]
+Role = Literal["hyperparameter", "model_hyperparameter", "model", "model_schema",
+               "evaluation_measure", "dataset", "dataset_characteristic", "feature_set",
+               "data_reference", "domain_reference", "plain"]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+
+class Attribute(_Model):
+    """A used or generated attribute of a transformation."""
+
+    name: Name
+    role: Role = "plain"
+    #: domain concept the attribute holds: an IRI or a CURIE with a prefix of ``vocab.PREFIXES``
+    concept: StrictStr | None = None
+    #: name of a data store of the spec's ``data_stores`` where its data lives
+    store: Name | None = None
+    description: StrictStr | None = None
+
+    @property
+    def concept_iri(self) -> str | None:
+        """The concept as a full IRI (CURIEs expanded), or None."""
+        return None if self.concept is None else expand_curie(self.concept)
+
+
+class Transformation(_Model):
+    """A prospective data transformation: a stage, a section of one, or any step."""
+
+    name: Name
+    kind: Kind = "transformation"
+    #: for sections: the stage or section this one is part of
+    of: Name | None = None
+    used: list[Attribute] = Field(default_factory=list)
+    generated: list[Attribute] = Field(default_factory=list)
+    #: sections only: ``summary`` keeps per-section summaries on the parent instead of every execution
+    granularity: Literal["full", "summary"] = "full"
+    description: StrictStr | None = None
+
+    def attribute(self, name: str) -> Attribute | None:
+        """The used or generated attribute called ``name`` (generated wins a tie)."""
+        for a in self.generated:
+            if a.name == name:
+                return a
+        for a in self.used:
+            if a.name == name:
+                return a
+        return None
+
+
+class DataStore(_Model):
+    """Where data lives: a file system, an object store, a DBMS."""
+
+    name: Name
+    kind: StrictStr | None = None
+    location: StrictStr | None = None
+    description: StrictStr | None = None
+
+
+class Spec(_Model):
+    """A workflow's prospective provenance."""
+
+    workflow: Name
+    phase: Literal["curation", "preparation", "learning"]
+    transformations: list[Transformation] = Field(min_length=1)
+    data_stores: list[DataStore] = Field(default_factory=list)
+    description: StrictStr | None = None
+
+    _by_name: dict[str, Transformation] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        self._by_name = {t.name: t for t in self.transformations}
+
+    def transformation(self, name: str) -> Transformation | None:
+        """The transformation called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def stage_kind(self, name: str) -> str | None:
+        """The kind of the stage a transformation belongs to: its own kind, or for a
+        section the kind of the first non-section up its ``of`` chain."""
+        seen: set[str] = set()
+        t = self._by_name.get(name)
+        while t is not None and t.kind == "section" and t.of is not None and t.name not in seen:
+            seen.add(t.name)
+            t = self._by_name.get(t.of)
+        return None if t is None else t.kind
+
+
+def expand_curie(text: str) -> str:
+    """An IRI from ``prefix:local`` (a prefix of ``vocab.PREFIXES``) or an absolute IRI.
+
+    >>> expand_curie("seis:numberOfSlices")
+    'https://w3id.org/provkg/seismic#numberOfSlices'
+
+    Raises:
+        BadSpec: when ``text`` is neither.
+    """
+    prefix, sep, local = text.partition(":")
+    if sep and prefix in PREFIXES and not local.startswith("//"):
+        full = PREFIXES[prefix] + local
+        if is_valid_iri(full):
+            return full
+    elif sep and (local.startswith("//") or prefix in ("urn", "tag", "mailto")) and is_valid_iri(text):
+        return text
+    known = ", ".join(sorted(PREFIXES))
+    raise BadSpec(f"expected an absolute IRI (https://...) or a CURIE with one of the prefixes {known}")
+
+
+# ---------------------------------------------------------------------------
+# loading with line numbers
+
+
+def _marks(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int],
+           problems: list[tuple[tuple[Any, ...], str]]) -> None:
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            k = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark)
+            out[path + (k,)] = key.start_mark.line + 1
+            if k in seen:
+                problems.append((path + (k,), "duplicate key"))
+            seen.add(k)
+            _marks(value, path + (k,), out, problems)
+            out[path + (k,)] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _marks(item, path + (i,), out, problems)
+
+
+def _field(path: tuple[Any, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+class _Report:
+    def __init__(self, source: str, lines: dict[tuple[Any, ...], int]):
+        self.source, self.lines, self.problems = source, lines, []
+
+    def line(self, path: tuple[Any, ...]) -> int:
+        for n in range(len(path), -1, -1):
+            if path[:n] in self.lines:
+                return self.lines[path[:n]]
+        return 1
+
+    def add(self, path: tuple[Any, ...], message: str) -> None:
+        text = f"{self.source}:{self.line(path)}: {_field(path)}: {message}"
+        if text not in self.problems:
+            self.problems.append(text)
+            self.problems.sort(key=lambda p: int(p[len(self.source) + 1:].split(":", 1)[0]))
+
+
+def parse_spec(text: str, *, source: str = "<string>") -> Spec:
+    """Parse and validate a spec from YAML or JSON text.
+
+    Raises:
+        BadSpec: listing every problem as ``SOURCE:LINE: field: message`` (one per line);
+            ``exc.problems`` holds them as a list.
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
+        data = yaml.load(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        _raise([f"{source}:{line}: not valid YAML or JSON: {exc.problem or exc}"])
+    except yaml.YAMLError as exc:
+        _raise([f"{source}:1: not valid YAML or JSON: {exc}"])
+    lines: dict[tuple[Any, ...], int] = {}
+    dupes: list[tuple[tuple[Any, ...], str]] = []
+    if node is not None:
+        _marks(node, (), lines, dupes)
+    report = _Report(source, lines)
+    for path, msg in dupes:
+        report.add(path, msg)
+    if not isinstance(data, dict):
+        report.add((), "a spec is a mapping with workflow, phase and transformations")
+        _raise(report.problems)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_input=False, include_url=False):
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
+            report.add(loc, _pydantic_message(err))
+        _check_raw(data, report)
+        _raise(report.problems)
+    _check(spec, report)
+    if report.problems:
+        _raise(report.problems)
+    return spec
+
+
+def _pydantic_message(err: dict[str, Any]) -> str:
+    if err["type"] == "missing":
+        return "required field is missing"
+    if err["type"] == "extra_forbidden":
+        return "unknown field (see DESIGN.md section 4 for the fields of a spec)"
+    return str(err["msg"])
+
+
+def _raise(problems: list[str]) -> Any:
+    exc = BadSpec("\n".join(problems))
+    exc.problems = problems  # type: ignore[attr-defined]
+    raise exc
+
+
+def _check_raw(data: dict[str, Any], report: _Report) -> None:
+    """Cross-field checks on a spec pydantic refused, so every problem shows at once."""
+    try:
+        trs = [t for t in data.get("transformations") or [] if isinstance(t, dict)]
+    except TypeError:
+        return
+    names = {t.get("name") for t in trs if isinstance(t.get("name"), str)}
+    for i, t in enumerate(data.get("transformations") or []):
+        if isinstance(t, dict) and t.get("kind") == "section" and not t.get("of"):
+            report.add(("transformations", i, "of"), "a section needs `of`: the stage or section it is part of")
+        elif isinstance(t, dict) and isinstance(t.get("of"), str) and t["of"] not in names:
+            report.add(("transformations", i, "of"), f"no transformation named {t['of']!r} in this spec")
+        for side in ("used", "generated"):
+            attrs = t.get(side) if isinstance(t, dict) else None
+            for j, a in enumerate(attrs if isinstance(attrs, list) else []):
+                if isinstance(a, dict) and isinstance(a.get("concept"), str):
+                    try:
+                        expand_curie(a["concept"])
+                    except BadSpec as exc:
+                        report.add(("transformations", i, side, j, "concept"), str(exc))
+
+
+def _check(spec: Spec, report: _Report) -> None:
+    by_name: dict[str, int] = {}
+    for i, t in enumerate(spec.transformations):
+        if t.name in by_name:
+            report.add(("transformations", i, "name"),
+                       f"duplicate transformation name {t.name!r} (first at transformations[{by_name[t.name]}])")
+        by_name.setdefault(t.name, i)
+    stores: dict[str, int] = {}
+    for i, s in enumerate(spec.data_stores):
+        if s.name in stores:
+            report.add(("data_stores", i, "name"), f"duplicate data store name {s.name!r}")
+        stores.setdefault(s.name, i)
+    for i, t in enumerate(spec.transformations):
+        where = ("transformations", i)
+        if t.kind == "section":
+            if t.of is None:
+                report.add(where + ("of",), "a section needs `of`: the stage or section it is part of")
+            elif t.of not in by_name:
+                report.add(where + ("of",), f"no transformation named {t.of!r} in this spec")
+            elif _cyclic(spec, t.name):
+                report.add(where + ("of",), f"sections form a cycle through {t.name!r}; "
+                           "the chain must end at a stage (training, validation, ...)")
+        elif t.of is not None:
+            report.add(where + ("of",), f"only sections have `of` (this one is kind {t.kind!r})")
+        if t.granularity != "full" and t.kind != "section":
+            report.add(where + ("granularity",), "only sections have a granularity")
+        _check_attributes(t, where, stores, report)
+
+
+def _cyclic(spec: Spec, name: str) -> bool:
+    seen: set[str] = set()
+    t = spec.transformation(name)
+    while t is not None and t.kind == "section" and t.of is not None:
+        if t.name in seen:
+            return True
+        seen.add(t.name)
+        t = spec.transformation(t.of)
+    return False
+
+
+def _check_attributes(t: Transformation, where: tuple[Any, ...], stores: dict[str, int],
+                      report: _Report) -> None:
+    first: dict[str, tuple[str, Attribute]] = {}
+    for side in ("used", "generated"):
+        seen: set[str] = set()
+        for j, a in enumerate(getattr(t, side)):
+            path = where + (side, j)
+            if a.name in seen:
+                report.add(path + ("name",), f"duplicate attribute name {a.name!r} in {side}")
+            seen.add(a.name)
+            other = first.get(a.name)
+            if other is not None and (other[1].role, other[1].concept) != (a.role, a.concept):
+                report.add(path + ("name",), f"{a.name!r} is also {other[0]} with another role or "
+                           "concept; one name is one attribute")
+            first.setdefault(a.name, (side, a))
+            if a.concept is not None:
+                try:
+                    expand_curie(a.concept)
+                except BadSpec as exc:
+                    report.add(path + ("concept",), str(exc))
+            if a.store is not None and a.store not in stores:
+                known = ", ".join(sorted(stores)) or "none declared"
+                report.add(path + ("store",), f"no data store named {a.store!r} in data_stores ({known})")
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a spec file (YAML or JSON).
+
+    Raises:
+        NotFound: the file does not exist.
+        BadSpec: every problem, each naming file, line and field.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NotFound(f"spec file {str(p)!r} does not exist") from exc
+    except UnicodeDecodeError as exc:
+        raise BadSpec(f"{p}:1: not UTF-8 text") from exc
+    return parse_spec(text, source=str(p))
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``provkg spec validate FILE...``: print every problem of every file; exit 1 if any."""
+    failed = False
+    for f in args.files:
+        try:
+            spec = load_spec(f)
+        except BadSpec as exc:
+            failed = True
+            for line in getattr(exc, "problems", [str(exc)]):
+                print(line, file=sys.stderr)
+            continue
+        except NotFound as exc:
+            failed = True
+            print(f"error: {exc}", file=sys.stderr)
+            continue
+        print(f"{f}: ok (workflow {spec.workflow!r}, phase {spec.phase}, "
+              f"{len(spec.transformations)} transformations)")
+    return 1 if failed else 0
