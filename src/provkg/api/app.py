@@ -51,15 +51,24 @@ class Service:
 
 
 def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
-    """The queue's ``apply``: decode queued batches and ingest their events in one call."""
+    """The queue's ``apply``: decode queued batches and ingest their events in one session.
+
+    Each chunk is a complete ingest session (``finish`` writes whatever the mapper
+    holds), so once ``apply`` returns the chunk is wholly in the store and the queue
+    may move its cursor. Specs are registered when they are posted, not here.
+    """
 
     def apply(payloads: list[bytes]) -> None:
-        from provkg.service.ingest import ingest_events
+        from provkg.service.ingest import Ingestor
 
         events: list[dict[str, Any]] = []
         for payload in payloads:
             events.extend(orjson.loads(payload)["events"])
-        ingest_events(store, events, specs=specs.specs(), schema=schema)
+        session = Ingestor(store, specs=specs.specs(), schema=schema, register=False)
+        session.ingest(events)
+        report = session.finish()
+        for warning in report.warnings[:5]:
+            log.info("ingest: %s", warning)
 
     return apply
 

@@ -1,0 +1,143 @@
+"""The durable ingest queue: acknowledged means on disk; a crash loses nothing acknowledged."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from provkg.api.errors import QueueUnavailable
+from provkg.api.queue import IngestQueue
+from provkg.errors import BadEvent, StoreError
+
+
+def collect() -> tuple[list[bytes], object]:
+    got: list[bytes] = []
+    return got, got.extend
+
+
+def test_batches_are_applied_in_order_and_counted(tmp_path: Path) -> None:
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply, apply_events=7) as queue:
+        futures = [queue.submit(b"batch-%d" % i, events=2) for i in range(500)]
+        assert [f.result(10) for f in futures] == [2] * 500
+        assert queue.wait_idle(10)
+        stats = queue.stats()
+    assert got == [b"batch-%d" % i for i in range(500)]
+    assert (stats.accepted_events, stats.applied_events, stats.backlog_events) == (1000, 1000, 0)
+
+
+def test_concurrent_producers_share_fsyncs_and_lose_nothing(tmp_path: Path) -> None:
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply) as queue:
+        def produce(worker: int) -> None:
+            for i in range(200):
+                queue.put(b"%d-%d" % (worker, i), events=1)
+
+        threads = [threading.Thread(target=produce, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert queue.wait_idle(10)
+    assert sorted(got) == sorted(b"%d-%d" % (w, i) for w in range(8) for i in range(200))
+
+
+_CRASHER = textwrap.dedent("""
+    import os, signal, sys, time
+    from provkg.api.queue import IngestQueue
+    # the store never accepts: everything stays in the queue, then the process dies hard
+    queue = IngestQueue(sys.argv[1], lambda payloads: time.sleep(60)).start()
+    for i in range(int(sys.argv[2])):
+        queue.put(b"event-%d" % i, events=1)
+    print("acknowledged", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_kill_9_after_acknowledgement_then_replay(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _CRASHER, str(tmp_path), "300"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9 and "acknowledged" in done.stdout
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply) as queue:
+        assert queue.wait_idle(10)
+        assert queue.stats().replayed_events == 300
+    assert got == [b"event-%d" % i for i in range(300)]
+    # applied: a second start replays nothing and the old segment is gone
+    again, apply = collect()
+    with IngestQueue(tmp_path, apply) as queue:
+        assert queue.wait_idle(10)
+    assert again == []
+    assert len(list(tmp_path.glob("*.seg"))) == 1
+
+
+def test_torn_tail_is_skipped_and_later_segments_still_replay(tmp_path: Path) -> None:
+    got, apply = collect()
+    blocked = threading.Event()
+    with IngestQueue(tmp_path, lambda p: blocked.wait(30)) as queue:
+        for i in range(10):
+            queue.put(b"a%d" % i, events=1)
+        segment = sorted(tmp_path.glob("*.seg"))[-1]
+        blocked.set()
+    # a crash in the middle of an (unacknowledged) append leaves half a record
+    (tmp_path / "cursor").unlink()
+    with open(segment, "ab") as f:
+        f.write(b"PKQ1\xff\xff\x00\x00garbage")
+    with IngestQueue(tmp_path, apply) as queue:
+        queue.put(b"b0", events=1)
+        assert queue.wait_idle(10)
+    assert got == [b"a%d" % i for i in range(10)] + [b"b0"]
+
+
+def test_store_errors_are_retried_not_dropped(tmp_path: Path) -> None:
+    got: list[bytes] = []
+    failures = iter(range(3))
+
+    def flaky(payloads: list[bytes]) -> None:
+        if next(failures, None) is not None:
+            raise StoreError("store is down")
+        got.extend(payloads)
+
+    with IngestQueue(tmp_path, flaky) as queue:
+        queue.put(b"x", events=1)
+        assert queue.wait_idle(20)
+    assert got == [b"x"]
+
+
+def test_a_batch_the_mapper_refuses_goes_to_rejected_log_and_the_rest_applies(tmp_path: Path) -> None:
+    got: list[bytes] = []
+
+    def picky(payloads: list[bytes]) -> None:
+        if b"bad" in payloads:
+            raise BadEvent("events[0].id: bad")
+        got.extend(payloads)
+
+    with IngestQueue(tmp_path, picky) as queue:
+        blocker = threading.Event()
+        for payload in (b"good-1", b"bad", b"good-2"):
+            queue.submit(payload, events=1)
+        blocker.set()
+        assert queue.wait_idle(10)
+        assert queue.stats().rejected_batches == 1
+    assert got == [b"good-1", b"good-2"]
+    assert b"bad" in (tmp_path / "rejected.log").read_bytes()
+
+
+def test_one_owner_per_folder(tmp_path: Path) -> None:
+    with IngestQueue(tmp_path, lambda p: None):
+        with pytest.raises(QueueUnavailable, match="used by another process"):
+            IngestQueue(tmp_path, lambda p: None).start()
+
+
+def test_closed_queue_refuses(tmp_path: Path) -> None:
+    queue = IngestQueue(tmp_path, lambda p: None).start()
+    queue.close()
+    with pytest.raises(QueueUnavailable):
+        queue.submit(b"late", events=1)
+    assert os.path.exists(tmp_path / "cursor") or list(tmp_path.glob("*.seg"))
