@@ -39,6 +39,7 @@ __all__ = [
     "all_ontology_paths",
     "import_paths",
     "ontology_iri",
+    "find_ontology_dir",
     "load_owlready_world",
     "run_reasoner",
 ]
@@ -73,11 +74,22 @@ _ONTOLOGY_IRIS: dict[str, str] = {
 
 @cache
 def _ontology_dir() -> Path:
-    """The folder holding our .ttl files: the wheel's data folder, else the repo's."""
-    packaged = Path(__file__).resolve().parent / "_data" / "ontology"
+    return find_ontology_dir(Path(__file__).resolve().parent)
+
+
+def find_ontology_dir(package_dir: Path) -> Path:
+    """The folder holding our .ttl files, given the folder of the ``provkg`` package.
+
+    An installed wheel has them in ``<package>/_data/ontology``; a source checkout
+    (editable install) in ``<repo>/ontology`` next to ``<repo>/src/provkg``.
+
+    Raises:
+        NotFound: neither folder exists.
+    """
+    packaged = package_dir / "_data" / "ontology"
     if packaged.is_dir():
         return packaged
-    in_repo = Path(__file__).resolve().parents[2] / "ontology"
+    in_repo = package_dir.parents[1] / "ontology"
     if in_repo.is_dir():
         return in_repo
     raise NotFound(
@@ -232,6 +244,6 @@ def run_reasoner(world: owlready2.World) -> None:
         raise ProvkgError("OWL reasoner: the ontologies and data are inconsistent") from exc
     except (owlready2.OwlReadyJavaError, OSError) as exc:
         raise ProvkgError(f"OWL reasoner could not run (is Java installed?): {exc}") from exc
-    unsatisfiable = sorted(c.iri for c in world.inconsistent_classes())
+    unsatisfiable = sorted(c.iri for c in world.inconsistent_classes() if c is not owlready2.Nothing)
     if unsatisfiable:
         raise ProvkgError(f"OWL reasoner: unsatisfiable classes: {', '.join(unsatisfiable)}")
