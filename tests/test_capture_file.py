@@ -46,8 +46,8 @@ def test_file_sink_rotates_segments_by_size(tmp_path):
     with capture.workflow("rot", sink=sink, spool=tmp_path / "spool") as wf:
         for i in range(1000):
             wf.task("t", used={"i": i}).end()
-    assert len(sink.paths) > 5
-    assert all(p.stat().st_size < 10_000 + 20_000 for p in sink.paths)  # one batch past the limit at most
+    assert len(sink.paths) >= 3
+    assert all(p.stat().st_size >= 10_000 for p in sink.paths[:-1])  # rotated only past the limit
     total = sum(len(_read(p)) for p in sink.paths)
     assert total == 2 + 2 * 1000
 

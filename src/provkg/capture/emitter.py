@@ -2,7 +2,7 @@
 
 The caller's thread appends a plain event dict to a deque (no lock, no serialization, no I/O).
 The background thread groups events (``batch_size`` events, or whatever is older than
-``linger`` seconds), expands captured values into wire-format value dicts, and hands each batch
+``linger`` seconds; up to ``max_batch`` per batch while a backlog is being caught up), expands captured values into wire-format value dicts, and hands each batch
 to the sink. A batch the sink cannot take goes to the disk spool and is re-sent, in order, when
 the sink answers again (exponential backoff). A full queue spills to the spool from the caller's
 thread: the caller never waits for the network and memory never grows without limit.
@@ -33,20 +33,22 @@ class Emitter:
 
     def __init__(self, sink: Sink, spool: Spool, *, batch_size: int = 50, linger: float = 1.0,
                  max_queue: int = 100_000, flush_timeout: float = 5.0,
-                 replay_batch: int = 1000) -> None:
+                 max_batch: int = 1000) -> None:
         self.sink = sink
         self.spool = spool
         self.batch_size = max(1, batch_size)
         self.linger = linger
         self.max_queue = max_queue
         self.flush_timeout = flush_timeout
-        self.replay_batch = max(self.batch_size, replay_batch)
+        self.max_batch = max(self.batch_size, max_batch)
         self.sent_events = 0
         self.sent_batches = 0
         self._queue: deque[dict[str, Any]] = deque()
         self._overflow_lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = False
+        self._final_attempt = False
+        self._abandoned = False  # close() gave up waiting: the caller's thread spooled the rest
         self._flushing = 0
         self._inflight: list[dict[str, Any]] | None = None
         self._retry_at = 0.0
@@ -106,12 +108,12 @@ class Emitter:
         if self._closing:
             return
         timeout = self.flush_timeout if timeout is None else timeout
-        self._retry_at = 0.0  # one final attempt even while backing off; then the spool keeps the rest
         self._closing = True
         self._wake.set()
         self._thread.join(timeout)
         _open.discard(self)
         if self._thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
+            self._abandoned = True
             leftover = list(self._inflight or []) + _drain(self._queue)
             _expand(leftover)
             if leftover:
@@ -145,17 +147,30 @@ class Emitter:
 
     def _step(self) -> bool:
         """Do one unit of work; False when there is nothing to do now."""
-        if self.spool.pending and time.monotonic() >= self._retry_at:
-            self._replay_oldest()
-            return True
+        if self._abandoned:
+            return False
         queue = self._queue
         n = len(queue)
+        if self.spool.pending and not (self._closing and n):  # closing: the queue to disk first
+            if time.monotonic() >= self._retry_at:
+                self._replay_oldest()
+                return True
+            if self._closing and not self._final_attempt:
+                self._final_attempt = True  # everything is safe on disk: one last try before exit
+                self._replay_oldest()
+                return True
         if n == 0:
             return False
         if n < self.batch_size and not (self._closing or self._flushing) and \
                 time.time() - queue[0]["time"] < self.linger:
             return False
-        batch = [queue.popleft() for _ in range(min(n, self.batch_size))]
+        if self.spool.pending or time.monotonic() < self._retry_at:
+            size = 10_000  # the sink is away: move the backlog to disk in big, cheap appends
+        elif n < 4 * self.batch_size:
+            size = self.batch_size
+        else:
+            size = self.max_batch  # a backlog (fast producer, slow sink): bigger requests catch up
+        batch = [queue.popleft() for _ in range(min(n, size))]
         self._deliver(batch)
         return True
 
@@ -184,15 +199,16 @@ class Emitter:
         from provkg.capture.spool import read_segment
 
         events = read_segment(segment)
-        for start in range(0, len(events), self.replay_batch):
-            chunk = events[start:start + self.replay_batch]
+        for start in range(0, len(events), self.max_batch):
+            chunk = events[start:start + self.max_batch]
             try:
                 self.sink.send(chunk)
             except SinkRejected as exc:
                 self._rejected(chunk, exc)
             except Exception as exc:
                 self._failed(exc)
-                self.spool.done(segment, remaining=events[start:])
+                if start:  # keep only what was not delivered
+                    self.spool.done(segment, remaining=events[start:])
                 return
             else:
                 self._delivered(len(chunk))

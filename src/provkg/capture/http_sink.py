@@ -1,0 +1,140 @@
+"""``http(s)://HOST:PORT`` — batches POSTed to ``/v1/events`` (DESIGN §3 and §7).
+
+One keep-alive connection (the standard library's ``http.client``: nothing heavy to import on an
+edge device), bodies compressed with gzip or zstd (``Content-Encoding``), a few quick retries
+with backoff; then the batch is reported undelivered and the emitter spools it. 4xx answers
+(other than 408 / 429) are refusals: ``SinkRejected`` with the server's message.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import os
+import time
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from provkg.capture.sink import SinkRejected
+
+__all__ = ["HttpSink", "FORMAT", "encode_batch"]
+
+#: the batch envelope's format tag (equal to provkg.events.FORMAT; kept literal so that this
+#: module does not import pydantic)
+FORMAT = "provkg.events/1"
+_RETRYABLE_4XX = {408, 425, 429}
+
+
+def encode_batch(events: list[dict[str, Any]], compression: str | None) -> bytes:
+    """The batch envelope as JSON bytes, compressed with ``gzip`` / ``zstd`` or not."""
+    body = orjson.dumps({"format": FORMAT, "events": events})
+    if compression == "gzip":
+        return gzip.compress(body, compresslevel=1, mtime=0)
+    if compression == "zstd":
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3).compress(body)
+    return body
+
+
+class HttpSink:
+    """POST batches to a provkg server (or anything that speaks ``POST /v1/events``).
+
+    Args:
+        url: ``http(s)://HOST:PORT[/base]``; ``?compression=zstd|gzip|none`` may be appended.
+        compression: body compression (default gzip).
+        token: bearer token for servers that require one (default ``$PROVKG_TOKEN``).
+        timeout: seconds per request.
+        retries, backoff: quick retries in the delivery thread before giving the batch to the spool.
+    """
+
+    def __init__(self, url: str, *, compression: str | None = "gzip", token: str | None = None,
+                 timeout: float = 5.0, retries: int = 2, backoff: float = 0.1) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"HTTP sink URL {url!r} must look like http://HOST:PORT")
+        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        compression = options.get("compression", compression)
+        if compression == "none":
+            compression = None
+        if compression not in (None, "gzip", "zstd"):
+            raise ValueError(f"compression must be gzip, zstd or none, not {compression!r}")
+        self.url = url
+        self.compression = compression
+        self.token = token if token is not None else os.environ.get("PROVKG_TOKEN")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.bytes_sent = 0
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        base = parts.path.rstrip("/")
+        self._path = base if base.endswith("/v1/events") else base + "/v1/events"
+        self._conn: http.client.HTTPConnection | None = None
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        body = encode_batch(events, self.compression)
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+        if self.compression:
+            headers["Content-Encoding"] = self.compression
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                conn = self._connection()
+                conn.request("POST", self._path, body, headers)
+                response = conn.getresponse()
+                answer = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop_connection()
+                problem = f"{type(exc).__name__}: {exc}"
+                continue
+            status = response.status
+            if 200 <= status < 300:
+                self.bytes_sent += len(body)
+                return
+            if response.getheader("Connection", "").lower() == "close":
+                self._drop_connection()
+            message = _server_message(answer)
+            if 400 <= status < 500 and status not in _RETRYABLE_4XX:
+                raise SinkRejected(f"{self.url} answered HTTP {status}: {message}")
+            problem = f"HTTP {status}: {message}"
+        raise ConnectionError(f"{self.url} did not take the batch after {self.retries + 1} attempts "
+                              f"({problem})")
+
+    def close(self) -> None:
+        self._drop_connection()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            self._conn = kind(self._host, self._port, timeout=self.timeout)
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+def _server_message(answer: bytes) -> str:
+    """The ``detail`` / ``error`` of a provkg error body, else the start of the text."""
+    text = answer[:2000].decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:500] or "(empty answer)"
+    if isinstance(body, dict):
+        parts = [str(body[k]) for k in ("error", "detail") if body.get(k)]
+        if parts:
+            return ": ".join(parts)[:500]
+    return text[:500]

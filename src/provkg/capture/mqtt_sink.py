@@ -1,0 +1,112 @@
+"""``mqtt://HOST:PORT/PREFIX`` — batches published with QoS 1, one topic per workflow run.
+
+Each batch envelope (the same JSON as the HTTP body, optionally gzip- or zstd-compressed: a
+listener tells them apart by their magic bytes) is published to ``PREFIX/<workflow run id>``.
+``send`` returns once the broker has acknowledged every message (PUBACK); otherwise it raises
+and the emitter spools the batch. paho-mqtt reconnects in its own network thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from provkg.capture.http_sink import encode_batch
+
+__all__ = ["MqttSink", "run_topic"]
+
+#: characters MQTT reserves in topic names
+_RESERVED = str.maketrans({"+": "_", "#": "_", "/": "_", "\0": "_"})
+
+
+def run_topic(prefix: str, run_id: str) -> str:
+    """The topic a workflow run's batches go to."""
+    return f"{prefix.rstrip('/')}/{run_id.translate(_RESERVED)}"
+
+
+class MqttSink:
+    """Publish batches to an MQTT broker (paho-mqtt 2.x, MQTT 3.1.1, QoS 1).
+
+    Args:
+        host, port: the broker.
+        prefix: topic prefix; each run publishes to ``prefix/<run id>``.
+        compression: ``None`` (plain JSON, default), ``"gzip"`` or ``"zstd"``.
+        timeout: seconds to wait for the connection and for acknowledgements.
+    """
+
+    def __init__(self, host: str, port: int = 1883, prefix: str = "provkg", *,
+                 compression: str | None = None, timeout: float = 5.0,
+                 client_id: str | None = None, username: str | None = None,
+                 password: str | None = None) -> None:
+        import paho.mqtt.client as mqtt
+
+        if compression not in (None, "gzip", "zstd"):
+            raise ValueError(f"compression must be gzip, zstd or none, not {compression!r}")
+        if not prefix or any(c in prefix for c in "+#"):
+            raise ValueError(f"MQTT topic prefix {prefix!r} must be non-empty, without + or #")
+        self.host, self.port, self.prefix = host, port, prefix.strip("/")
+        self.compression = compression
+        self.timeout = timeout
+        self.bytes_sent = 0
+        self._connected = threading.Event()
+        self._client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
+                                   client_id=client_id or f"provkg-capture-{uuid.uuid4().hex[:16]}",
+                                   protocol=mqtt.MQTTv311)
+        if username:
+            self._client.username_pw_set(username, password)
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self._client.reconnect_delay_set(min_delay=1, max_delay=5)
+        self._client.max_queued_messages_set(1000)  # bounded memory while the broker is away
+        self._client.connect_async(host, port, keepalive=30)
+        self._client.loop_start()
+
+    @classmethod
+    def from_url(cls, url: str) -> MqttSink:
+        """``mqtt://[user:password@]HOST:PORT/PREFIX[?compression=gzip]``."""
+        parts = urlsplit(url)
+        if parts.scheme != "mqtt" or not parts.hostname:
+            raise ValueError(f"MQTT sink URL {url!r} must look like mqtt://HOST:PORT/TOPIC")
+        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        compression = options.get("compression")
+        return cls(parts.hostname, parts.port or 1883, unquote(parts.path.strip("/")) or "provkg",
+                   compression=None if compression in (None, "none") else compression,
+                   username=unquote(parts.username) if parts.username else None,
+                   password=unquote(parts.password) if parts.password else None)
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        if not self._connected.wait(self.timeout):
+            raise ConnectionError(f"MQTT broker {self.host}:{self.port} is not reachable")
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for event in events:
+            run = event.get("workflow_id") or event["id"]
+            groups.setdefault(run, []).append(event)
+        messages = []
+        for run, group in groups.items():
+            payload = encode_batch(group, self.compression)
+            info = self._client.publish(run_topic(self.prefix, run), payload, qos=1)
+            messages.append((info, len(payload)))
+        for info, size in messages:
+            try:
+                info.wait_for_publish(self.timeout)
+            except (RuntimeError, ValueError) as exc:  # not queued: disconnected or queue full
+                raise ConnectionError(f"MQTT publish failed: {exc}") from exc
+            if not info.is_published():
+                raise ConnectionError(f"MQTT broker {self.host}:{self.port} did not acknowledge "
+                                      f"within {self.timeout} s")
+            self.bytes_sent += size
+
+    def close(self) -> None:
+        try:
+            self._client.disconnect()
+        finally:
+            self._client.loop_stop()
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
+        if not getattr(reason, "is_failure", False):
+            self._connected.set()
+
+    def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
+        self._connected.clear()

@@ -1,0 +1,188 @@
+"""Real receivers for the capture tests: a loopback HTTP server that checks wire format v1, and an
+MQTT subscriber. Both record (event id, begin/end) pairs so tests can check "exactly once by id"."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import zstandard
+
+from provkg.capture.broker import free_port
+from provkg.errors import BadEvent
+from provkg.events import parse_batch
+
+
+def decode_body(body: bytes, encoding: str | None) -> bytes:
+    if encoding == "gzip" or body[:2] == b"\x1f\x8b":
+        return gzip.decompress(body)
+    if encoding == "zstd" or body[:4] == b"\x28\xb5\x2f\xfd":
+        return zstandard.ZstdDecompressor().stream_reader(body).read()
+    return body
+
+
+class Recorder:
+    """Arrivals in order, with duplicates; ``unique`` dedups by (id, begin/end)."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[tuple[str, str]] = []
+        self.events: dict[tuple[str, str], dict] = {}
+        self.batches = 0
+        self.lock = threading.Lock()
+
+    def record(self, events: list[dict]) -> None:
+        with self.lock:
+            self.batches += 1
+            for e in events:
+                key = (e["id"], e["event"])
+                self.arrivals.append(key)
+                self.events.setdefault(key, e)
+
+    @property
+    def unique(self) -> set[tuple[str, str]]:
+        with self.lock:
+            return set(self.events)
+
+    def wait_for(self, count: int, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.events) >= count:
+                return True
+            time.sleep(0.01)
+        return False
+
+
+class HttpReceiver:
+    """``POST /v1/events`` on 127.0.0.1: validates each batch with provkg.events.parse_batch
+    (400 with the error otherwise), answers 202; ``reject`` makes it answer 422."""
+
+    def __init__(self, recorder: Recorder | None = None, *, port: int | None = None) -> None:
+        self.recorder = recorder or Recorder()
+        self.port = port or free_port()
+        self.reject: str | None = None
+        self.encodings: set[str] = set()
+        self.invalid: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._connections: set[socket.socket] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> HttpReceiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as a real server
+            disable_nagle_algorithm = True  # headers and body are two writes
+
+            def setup(self) -> None:
+                super().setup()
+                receiver._connections.add(self.connection)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path != "/v1/events":
+                    return self._answer(404, {"error": "not_found", "detail": self.path})
+                encoding = self.headers.get("Content-Encoding")
+                receiver.encodings.add(encoding or "identity")
+                try:
+                    batch = parse_batch(decode_body(body, encoding))
+                except BadEvent as exc:
+                    receiver.invalid.append(str(exc))
+                    return self._answer(400, {"error": "bad_event", "detail": str(exc)})
+                if receiver.reject:
+                    return self._answer(422, {"error": "bad_event", "detail": receiver.reject})
+                receiver.recorder.record([e.model_dump(exclude_none=True) for e in batch.events])
+                self._answer(202, {"accepted": len(batch.events)})
+
+            def _answer(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # connections cut by kill() are expected here
+
+        self._server = Server(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+        return self
+
+    def kill(self) -> None:
+        """Stop listening and cut every open connection, as a crashed server would."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        for conn in list(self._connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self._connections.clear()
+
+
+class MqttSubscriber:
+    """Subscribes to ``prefix/#`` with QoS 1 and a persistent session (survives broker restarts)."""
+
+    def __init__(self, host: str, port: int, prefix: str, recorder: Recorder | None = None) -> None:
+        import paho.mqtt.client as mqtt
+
+        self.recorder = recorder or Recorder()
+        self.topics: set[str] = set()
+        self.invalid: list[str] = []
+        self._subscribed = threading.Event()
+        self._client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
+                                   client_id=f"test-sub-{port}", clean_session=False,
+                                   protocol=mqtt.MQTTv311)
+        self._client.reconnect_delay_set(min_delay=1, max_delay=2)
+
+        def on_connect(client, userdata, flags, reason, properties):
+            client.subscribe(f"{prefix}/#", qos=1)
+
+        def on_subscribe(client, userdata, mid, reasons, properties):
+            self._subscribed.set()
+
+        def on_message(client, userdata, message):
+            self.topics.add(message.topic)
+            try:
+                batch = parse_batch(decode_body(message.payload, None))
+            except BadEvent as exc:
+                self.invalid.append(str(exc))
+                return
+            self.recorder.record([e.model_dump(exclude_none=True) for e in batch.events])
+
+        self._client.on_connect = on_connect
+        self._client.on_subscribe = on_subscribe
+        self._client.on_message = on_message
+        self._client.connect(host, port)
+        self._client.loop_start()
+        if not self._subscribed.wait(10):
+            raise RuntimeError("subscriber did not subscribe")
+
+    def close(self) -> None:
+        self._client.disconnect()
+        self._client.loop_stop()
+
+
+def expected_keys(workflow_id: str, task_ids: list[str]) -> set[tuple[str, str]]:
+    """What a run of these tasks must deliver, computed from the ids the test saw."""
+    keys = {(workflow_id, "begin"), (workflow_id, "end")}
+    keys.update((t, kind) for t in task_ids for kind in ("begin", "end"))
+    return keys

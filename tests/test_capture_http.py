@@ -1,0 +1,155 @@
+"""The HTTP sink against a real loopback server: wire format, compression, spool, replay, 4xx."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from capture_receivers import HttpReceiver, Recorder, expected_keys
+
+from provkg import capture
+from provkg.capture.replay import replay
+from provkg.capture.spool import spool_segments
+from provkg.cli import main
+
+
+@pytest.fixture
+def receiver():
+    server = HttpReceiver().start()
+    yield server
+    server.kill()
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd", "none"])
+def test_http_sink_delivers_valid_compressed_batches(receiver, tmp_path, compression):
+    with capture.workflow("http", sink=f"{receiver.url}?compression={compression}",
+                          spool=tmp_path / "spool") as wf:
+        ids = []
+        for i in range(300):
+            with wf.task("step", index=i, used={"i": i}) as t:
+                t.generate(square=i * i)
+                ids.append(t.id)
+    assert receiver.recorder.unique == expected_keys(wf.id, ids)
+    assert receiver.encodings == {"identity" if compression == "none" else compression}
+    assert not receiver.invalid
+    assert 1 <= receiver.recorder.batches <= 602 // 10  # grouped, not one request per event
+    assert not (tmp_path / "spool").exists()
+    squares = {v["value"] for (key, kind), e in receiver.recorder.events.items()
+               if kind == "end" and key != wf.id for v in e["generated"]}
+    assert squares == {i * i for i in range(300)}
+
+
+def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_every_event(tmp_path):
+    """The kill test: 20,000 tasks, receiver dies after 5,000; nothing blocks, nothing is lost."""
+    recorder = Recorder()
+    server = HttpReceiver(recorder).start()
+    kill_now = threading.Event()
+    killer = threading.Thread(target=lambda: (kill_now.wait(), server.kill()), daemon=True)
+    killer.start()
+    spool = tmp_path / "spool"
+    wf = capture.workflow("kill-test", sink=server.url, spool=spool, linger=0.05, flush_timeout=2.0)
+    ids = []
+    slowest = 0.0
+    started = time.perf_counter()
+    with wf:
+        for i in range(20_000):
+            t0 = time.perf_counter()
+            with wf.task("step", index=i, used={"i": i, "lr": 0.01}) as task:
+                task.generate(loss=1.0 / (i + 1))
+            ids.append(task.id)
+            slowest = max(slowest, time.perf_counter() - t0)
+            if i == 5_000:
+                kill_now.set()
+        loop_seconds = time.perf_counter() - started
+    killer.join(5)
+    expected = expected_keys(wf.id, ids)
+    delivered_before = recorder.unique
+    # the sink retried and backed off for seconds in its own thread; the loop never waited on it
+    assert loop_seconds < 4.0, f"the capture loop took {loop_seconds:.2f} s: it was blocked"
+    assert slowest < 0.5, f"one task took {slowest:.3f} s: the caller waited on the network"
+    assert 0 < len(delivered_before) < len(expected)
+    assert spool_segments(spool), "undelivered events must be on disk"
+
+    back = HttpReceiver(recorder, port=server.port).start()  # the receiver returns
+    try:
+        report = replay(spool, back.url)
+        assert report.events >= len(expected) - len(delivered_before)
+        assert recorder.unique == expected  # every event, exactly once by id after dedup
+        assert not back.invalid
+        assert spool_segments(spool) == []
+        again = replay(spool, back.url)  # idempotent: nothing left, nothing re-sent
+        assert again.events == 0 and recorder.unique == expected
+    finally:
+        back.kill()
+
+
+def test_spool_is_resent_in_order_when_the_receiver_comes_back_during_the_run(tmp_path):
+    recorder = Recorder()
+    server = HttpReceiver(recorder).start()
+    spool = tmp_path / "spool"
+    with capture.workflow("flap", sink=server.url, spool=spool, linger=0.02, flush_timeout=10) as wf:
+        ids = []
+        for i in range(3000):
+            with wf.task("step", index=i) as t:
+                ids.append(t.id)
+            if i == 1000:
+                server.kill()
+            if i == 2000:
+                time.sleep(0.3)  # let the sink notice and spool
+                server = HttpReceiver(recorder, port=server.port).start()
+                time.sleep(1.5)  # past the first backoff: the emitter re-sends the spool itself
+    server.kill()
+    assert recorder.unique == expected_keys(wf.id, ids)
+    assert spool_segments(spool) == []
+    first_seen: dict[tuple[str, str], int] = {}
+    for pos, key in enumerate(recorder.arrivals):
+        first_seen.setdefault(key, pos)
+    order = [first_seen[(t, "begin")] for t in ids]
+    assert order == sorted(order), "spooled batches must be re-sent before newer ones"
+
+
+def test_refused_batches_are_kept_in_rejected_with_the_servers_message(receiver, tmp_path, caplog):
+    receiver.reject = "workflow 'refused' is not accepted by this deployment"
+    spool = tmp_path / "spool"
+    with caplog.at_level(logging.ERROR, logger="provkg.capture"):
+        with capture.workflow("refused", sink=receiver.url, spool=spool) as wf:
+            for i in range(60):
+                wf.task("step", index=i).end()
+    assert "HTTP 422" in caplog.text and "not accepted by this deployment" in caplog.text
+    rejected = spool / "rejected"
+    kept = sorted(rejected.glob("*.jsonl"))
+    lines = [line for path in kept for line in path.read_text().splitlines()]
+    assert len(lines) == 2 + 2 * 60  # nothing silently dropped
+    assert all("not accepted" in p.read_text() for p in rejected.glob("*.txt"))
+    assert spool_segments(spool) == []  # rejected batches are not retried
+    assert receiver.recorder.unique == set()
+    assert wf.id
+
+
+def test_unreachable_server_at_start_spools_everything_then_cli_replays(tmp_path, capsys):
+    recorder = Recorder()
+    port_holder = HttpReceiver(recorder)  # port chosen, server not started yet
+    spool = tmp_path / "spool"
+    with capture.workflow("offline", sink=port_holder.url, spool=spool, flush_timeout=1) as wf:
+        ids = [wf.task("step", index=i).begin().id for i in range(100)]
+    assert spool_segments(spool)
+    server = port_holder.start()
+    try:
+        assert main(["replay", str(spool), "--to", server.url]) == 0
+    finally:
+        server.kill()
+    # tasks were begun but never ended: only their begin events exist
+    assert recorder.unique == {(wf.id, "begin"), (wf.id, "end")} | {(t, "begin") for t in ids}
+    assert "re-sent" in capsys.readouterr().err
+
+
+def test_replay_reports_an_unreachable_target(tmp_path, capsys):
+    spool = tmp_path / "spool"
+    with capture.workflow("x", sink=HttpReceiver().url, spool=spool, flush_timeout=0.5):
+        pass
+    assert main(["replay", str(spool), "--to", HttpReceiver().url]) == 1
+    assert "did not take a batch" in capsys.readouterr().err
+    assert spool_segments(spool)  # still there for the next attempt
+    assert main(["replay", str(tmp_path / "missing"), "--to", "file:x"]) == 1
