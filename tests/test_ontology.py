@@ -439,7 +439,7 @@ LIFECYCLE_TTL = textwrap.dedent(f"""\
     # retrospective
     id:run-1 a provml:LearningProcessExecution ; prov:wasInfluencedBy id:spec-wf ;
         prov:startedAtTime "2024-01-01T00:00:00.000000Z"^^xsd:dateTime ;
-        prov:endedAtTime "2024-01-01T01:00:00.000000Z"^^xsd:dateTime ;
+        prov:endedAtTime "2024-01-01T01:00:00.123456Z"^^xsd:dateTime ;  # microseconds
         provkg:status "finished" ; provkg:host "node-7" ; provkg:pid 4242 ;
         provkg:environment "{{\\"python\\": \\"3.11\\"}}"^^rdf:JSON ;
         prov:wasAssociatedWith id:agent-ana .
@@ -602,6 +602,31 @@ def test_reasoner_decides_disjointness_of_probe_classes(tmp_path):
     unsatisfiable = {c.iri.rsplit("#", 1)[-1] for c in world.inconsistent_classes()
                      if c is not owlready2.Nothing}
     assert unsatisfiable == set(UNSATISFIABLE)
+
+
+def test_real_mapper_output_is_consistent_in_both_schemas(tmp_path):
+    """The lifecycle the query tests use, mapped typed and tagged by the real mapper
+    (plus its domain KG), is consistent with our ontologies: no domain or range of
+    ours turns the graph contract's data into a contradiction."""
+    import lifecycle  # tests/lifecycle.py: a small real lifecycle captured in memory
+
+    from provkg.mapper import map_events, map_spec
+
+    built = lifecycle.build_lifecycle()
+    path = tmp_path / "lifecycle.nt"
+    with path.open("w", encoding="utf-8") as out:
+        for schema in ("typed", "tagged"):  # same IRIs: the two schemas must agree too
+            for spec in built.specs.values():
+                out.writelines(f"{s} {p} {o} .\n" for s, p, o in map_spec(spec, schema=schema))
+            out.writelines(f"{s} {p} {o} .\n"
+                           for s, p, o in map_events(built.events, built.specs, schema=schema))
+        out.writelines(f"{s} {p} {o} .\n" for s, p, o in built.kg)
+    world = ontology.load_owlready_world([path])
+    ontology.run_reasoner(world)
+    trainings = list(world.search(type=world[vocab.PROVML.TrainingExecution]))
+    assert len(trainings) >= 3  # the lifecycle plans three trainings
+    for training in trainings:
+        assert world[vocab.PROV.Activity] in training.INDIRECT_is_a
 
 
 def test_run_reasoner_reports_an_inconsistent_graph(tmp_path):

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -217,7 +218,16 @@ def _convert(path: Path, mtime: float) -> tuple[list[str], bytes]:  # mtime: cac
         raise ProvkgError(f"could not parse {path} as {fmt}: {exc}") from exc
     imports = sorted(str(o) for o in graph.objects(None, OWL.imports))
     graph.remove((None, OWL.imports, None))
-    return imports, graph.serialize(format="nt", encoding="utf-8")
+    ntriples = graph.serialize(format="nt", encoding="utf-8")
+    return imports, _DATETIME_FRACTION.sub(rb"\1\2", ntriples)
+
+
+#: HermiT rejects xsd:dateTime literals with more than three fractional digits of a
+#: second (provkg writes microseconds): keep milliseconds, which reasoning never misses
+_DATETIME_FRACTION = re.compile(
+    rb'("\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\d+((?:Z|[+-]\d\d:\d\d)?"\^\^'
+    rb"<http://www\.w3\.org/2001/XMLSchema#dateTime(?:Stamp)?>)"
+)
 
 
 _RDF_FORMATS = {".ttl": "turtle", ".nt": "nt", ".owl": "xml", ".rdf": "xml", ".xml": "xml",
@@ -242,8 +252,11 @@ def run_reasoner(world: owlready2.World) -> None:
         )
     except owlready2.OwlReadyInconsistentOntologyError as exc:
         raise ProvkgError("OWL reasoner: the ontologies and data are inconsistent") from exc
-    except (owlready2.OwlReadyJavaError, OSError) as exc:
-        raise ProvkgError(f"OWL reasoner could not run (is Java installed?): {exc}") from exc
+    except owlready2.OwlReadyJavaError as exc:
+        detail = next((line for line in str(exc).splitlines() if "Exception" in line), str(exc))
+        raise ProvkgError(f"OWL reasoner (HermiT) failed: {detail.strip()}") from exc
+    except OSError as exc:  # no java executable
+        raise ProvkgError(f"OWL reasoner could not start Java: {exc}") from exc
     unsatisfiable = sorted(c.iri for c in world.inconsistent_classes() if c is not owlready2.Nothing)
     if unsatisfiable:
         raise ProvkgError(f"OWL reasoner: unsatisfiable classes: {', '.join(unsatisfiable)}")
