@@ -606,8 +606,8 @@ def test_reasoner_decides_disjointness_of_probe_classes(tmp_path):
 
 def test_real_mapper_output_is_consistent_in_both_schemas(tmp_path):
     """The lifecycle the query tests use, mapped typed and tagged by the real mapper
-    (plus its domain KG), is consistent with our ontologies: no domain or range of
-    ours turns the graph contract's data into a contradiction."""
+    (plus its domain KG and the demo's seismic KG), is consistent with our ontologies:
+    no domain or range of ours turns the graph contract's data into a contradiction."""
     import lifecycle  # tests/lifecycle.py: a small real lifecycle captured in memory
 
     from provkg.mapper import map_events, map_spec
@@ -621,8 +621,10 @@ def test_real_mapper_output_is_consistent_in_both_schemas(tmp_path):
             out.writelines(f"{s} {p} {o} .\n"
                            for s, p, o in map_events(built.events, built.specs, schema=schema))
         out.writelines(f"{s} {p} {o} .\n" for s, p, o in built.kg)
-    world = ontology.load_owlready_world([path])
+    demo_kg = Path(__file__).parents[1] / "examples" / "seismic" / "kg" / "seismic-kg.ttl"
+    world = ontology.load_owlready_world([path, demo_kg])  # + the demo's domain KG
     ontology.run_reasoner(world)
+    assert len(list(world.search(type=world[vocab.SEIS.SegyFile]))) >= 2
     trainings = list(world.search(type=world[vocab.PROVML.TrainingExecution]))
     assert len(trainings) >= 3  # the lifecycle plans three trainings
     for training in trainings:
