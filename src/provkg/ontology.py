@@ -155,6 +155,7 @@ def load_owlready_world(extra_paths: Iterable[Path | str] = ()) -> owlready2.Wor
     files, so nothing is fetched from the network (owlready2 would try to).
     ``extra_paths`` are further RDF files (Turtle, N-Triples, RDF/XML), e.g. a
     small instance graph to check for consistency with :func:`run_reasoner`.
+    xsd:dateTime literals keep milliseconds only (HermiT rejects more digits).
 
     Raises:
         NotFound: a file is missing, or a file imports an ontology with no local copy.
