@@ -23,6 +23,7 @@ from provkg.api.openapi import install_openapi
 from provkg.api.queue import IngestQueue
 from provkg.api.specs import SpecRegistry
 from provkg.api.sparql import SparqlRunner
+from provkg.api.sparql_guard import check_query
 from provkg.config import Settings, get_settings
 from provkg.store.base import Store
 
@@ -92,6 +93,7 @@ def open_service(settings: Settings) -> Service:
     except BaseException:
         store.close()
         raise
+    check_query("ASK {}")  # loads the SPARQL grammar now rather than on the first request
     sparql = SparqlRunner(store, settings.store, timeout=settings.query_timeout_s,
                           max_rows=settings.max_rows, workers=settings.sparql_workers)
     return Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql)

@@ -1,0 +1,350 @@
+"""Bad input against a real server: every answer 4xx with a clear message, never 5xx, the store
+byte-for-byte unchanged; writes need the token, reads do not."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from api_support import ApiServer, free_port, store_fingerprint
+from provkg.ontology import all_ontology_paths
+
+TOKEN = "s3cret-token-for-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+def event(i: int, **extra: object) -> dict[str, object]:
+    return {"type": "task", "event": "begin", "id": f"sec-run/t{i}", "time": 1.5 + i,
+            "workflow_id": "sec-run", "transformation": "train", **extra}
+
+
+def batch(*events: dict[str, object]) -> bytes:
+    return orjson.dumps({"format": "provkg.events/1", "events": list(events)})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    import pyoxigraph as ox
+
+    folder = tmp_path_factory.mktemp("api-security")
+    seed = ox.Store(str(folder / "store"))  # some content to keep unchanged
+    for path in all_ontology_paths():
+        seed.bulk_load(path=str(path), format=ox.RdfFormat.TURTLE, to_graph=ox.NamedNode(path.as_uri()))
+    seed.flush()
+    del seed
+    env = {"PROVKG_TOKEN": TOKEN, "PROVKG_QUERY_TIMEOUT_S": "5",
+           "PROVKG_MAX_DECOMPRESSED_BYTES": str(8 * 2**20)}
+    with ApiServer(folder, env=env) as srv:
+        good = [{"type": "workflow", "event": "begin", "id": "sec-run", "time": 1.0, "workflow": "w"},
+                event(0), event(1)]
+        assert srv.http.post(f"/v1/events", content=batch(*good), headers=AUTH).status_code == 202
+        assert srv.wait_applied()["backlog_events"] == 0
+        yield srv
+    assert "Traceback" not in srv.log(), srv.log()
+
+
+@pytest.fixture
+def unchanged(server: ApiServer) -> Iterator[None]:
+    """The store's content hash before and after the test must be the same."""
+    before = store_fingerprint(server.store_dir)
+    yield
+    server.wait_applied()  # a 202 comes after queueing: anything wrongly accepted shows here
+    assert store_fingerprint(server.store_dir) == before
+
+
+def assert_clear_4xx(response: httpx.Response, *, status: int | None = None,
+                     mentions: str | None = None) -> dict[str, str]:
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    if status is not None:
+        assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error", "detail"} and body["detail"], body
+    if mentions is not None:
+        assert mentions in body["detail"], body
+    return body
+
+
+# -- auth ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("headers", [
+    {}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+    {"Authorization": "Bearer"}, {"Authorization": f"Bearer {TOKEN}x"},
+], ids=["none", "wrong", "basic", "empty", "longer"])
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/specs"])
+def test_writes_need_the_token(server: ApiServer, unchanged: None, headers: dict[str, str],
+                               path: str) -> None:
+    response = server.http.post(path, content=batch(event(9)),
+                          headers={"Content-Type": "application/json", **headers})
+    body = assert_clear_4xx(response, status=401)
+    assert TOKEN not in response.text and "wrong" not in body["detail"]
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("path", ["/v1/ontologies/prov-ml", "/v1/specs", "/health/ready",
+                                  "/v1/sparql?query=ASK%7B%7D", "/openapi.json", "/docs"])
+def test_reads_need_no_token(server: ApiServer, path: str) -> None:
+    assert server.http.get(path).status_code == 200
+
+
+# -- malformed batches ----------------------------------------------------------------
+
+
+_DEEP = b"[" * 5000 + b"]" * 5000
+BAD_BODIES = {
+    "truncated": batch(event(1))[:-7],
+    "empty": b"",
+    "not-json": b"hello",
+    "array": b"[]",
+    "non-utf8": b'{"format": "provkg.events/1", "events": [{"id": "\xff\xfe"}]}',
+    "wrong-format": orjson.dumps({"format": "provkg.events/2", "events": []}),
+    "wrong-type-time": batch(event(1, time="yesterday")),
+    "negative-time": batch(event(1, time=-5)),
+    "unknown-field": batch(event(1, colour="blue")),
+    "unknown-envelope-field": orjson.dumps({"format": "provkg.events/1", "events": [], "x": 1}),
+    "bad-type-tag": batch({**event(1), "type": "job"}),
+    "deeply-nested-json": b'{"format": "provkg.events/1", "events": [' + _DEEP + b"]}",
+    "deeply-nested-value": batch(event(1, used=[{"name": "v", "value": orjson.loads(b"[" * 40 + b"]" * 40)}])),
+    "object-value": batch(event(1, used=[{"name": "v", "value": {"a": 1}}])),
+    "status-on-begin": batch(event(1, status="finished")),
+}
+
+
+@pytest.mark.parametrize("body", BAD_BODIES.values(), ids=BAD_BODIES.keys())
+def test_bad_batches_are_refused_whole(server: ApiServer, unchanged: None, body: bytes) -> None:
+    # one good event in front: nothing of a rejected batch may be applied
+    if body.startswith(b'{"format":"provkg.events/1","events":[{'):
+        body = body.replace(b'"events":[', b'"events":[' + orjson.dumps(event(77)) + b",", 1)
+    assert_clear_4xx(server.http.post(f"/v1/events", content=body, headers=AUTH))
+
+
+def test_errors_name_the_field_and_never_echo_the_value(server: ApiServer, unchanged: None) -> None:
+    secret = "TOPSECRET-abc123"
+    body = batch(event(1), event(2, id={"token": secret}), event(3, time=secret))
+    detail = assert_clear_4xx(server.http.post(f"/v1/events", content=body, headers=AUTH),
+                              status=422)["detail"]
+    assert "events[1].id" in detail and "events[2].time" in detail
+    assert secret not in detail
+
+
+def test_content_length_over_the_limit_is_refused_before_reading(server: ApiServer, unchanged: None) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {100 * 2**20}\r\n\r\n".encode())
+        reply = _read_reply(conn)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert b"body_too_large" in reply
+
+
+def test_100_mb_chunked_body_is_cut_off_at_the_limit(server: ApiServer, unchanged: None) -> None:
+    """No Content-Length: the server counts what it reads and answers 413 early."""
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    reply = b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Authorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+        conn.settimeout(0.0)
+        pending = b""
+        try:
+            while sent < 100 * 2**20 and not reply:
+                if not pending:
+                    pending = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+                try:
+                    n = conn.send(pending)  # partial sends keep the chunk framing intact
+                    pending = pending[n:]
+                    sent += n
+                except BlockingIOError:
+                    time.sleep(0.005)
+                try:
+                    reply += conn.recv(65536)
+                except BlockingIOError:
+                    pass
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        conn.settimeout(10)
+        if b"\r\n\r\n" not in reply:
+            reply += _read_reply(conn)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    assert sent < 40 * 2**20, f"the server read {sent} bytes before refusing"
+
+
+def _read_reply(conn: socket.socket) -> bytes:
+    data = b""
+    try:
+        while b"}" not in data:
+            more = conn.recv(65536)
+            if not more:
+                break
+            data += more
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return data
+
+
+def test_zip_bomb_is_refused(server: ApiServer, unchanged: None) -> None:
+    bomb = gzip.compress(b'{"format": "provkg.events/1", "events": [' + b" " * (20 * 2**20) + b"]}",
+                         compresslevel=1)
+    assert len(bomb) < 2**20 // 4
+    response = server.http.post(f"/v1/events", content=bomb,
+                          headers={**AUTH, "Content-Encoding": "gzip"}, timeout=60)
+    assert_clear_4xx(response, status=413, mentions="decompressed")
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ({"Content-Encoding": "gzip"}, 400),
+    ({"Content-Encoding": "zstd"}, 400),
+    ({"Content-Encoding": "br"}, 415),
+    ({"Content-Type": "text/xml"}, 415),
+])
+def test_wrong_framing(server: ApiServer, unchanged: None, headers: dict[str, str], status: int) -> None:
+    response = server.http.post(f"/v1/events", content=batch(event(5)), headers={**AUTH, **headers})
+    assert_clear_4xx(response, status=status)
+
+
+@pytest.mark.parametrize("spec", [
+    b"workflow: [unclosed", b"\xff\xfe not utf-8", b"workflow: w\nphase: sleeping\ntransformations: []\n",
+    b"a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n",
+], ids=["yaml-syntax", "non-utf8", "invalid-fields", "alias-bomb"])
+def test_bad_specs(server: ApiServer, unchanged: None, spec: bytes) -> None:
+    response = server.http.post(f"/v1/specs", content=spec,
+                          headers={**AUTH, "Content-Type": "application/yaml"})
+    assert_clear_4xx(response)
+    assert server.http.get(f"/v1/specs").json() == []
+
+
+# -- SPARQL ----------------------------------------------------------------------
+
+
+UPDATES = [
+    "INSERT DATA { <http://x/a> <http://x/b> <http://x/c> }",
+    "DELETE WHERE { ?s ?p ?o }",
+    "CLEAR ALL", "DROP ALL", "LOAD <http://127.0.0.1:1/x.ttl>", "CREATE GRAPH <http://x/g>",
+    "PREFIX x: <http://x/> DELETE { ?s ?p ?o } INSERT { ?s x:p 1 } WHERE { ?s ?p ?o }",
+    "SELECT * { ?s ?p ?o } ; DROP ALL",
+    "ASK {} \n# DROP ALL\n ; CLEAR DEFAULT",
+]
+
+
+def _sparql_requests(http: httpx.Client, text: str) -> list[httpx.Response]:
+    return [
+        http.get("/v1/sparql", params={"query": text}),
+        http.post("/v1/sparql", data={"query": text}),
+        http.post("/v1/sparql", content=text.encode(),
+                  headers={"Content-Type": "application/sparql-query"}),
+        http.post("/v1/sparql", data={"update": text}),
+    ]
+
+
+@pytest.mark.parametrize("text", UPDATES)
+def test_sparql_updates_are_refused(server: ApiServer, unchanged: None, text: str) -> None:
+    for response in _sparql_requests(server.http, text):
+        assert_clear_4xx(response, status=400)
+
+
+@pytest.fixture
+def honeypot() -> Iterator[tuple[int, list[int]]]:
+    """A socket that records every connection made to it (there must be none)."""
+    hits: list[int] = []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+                hits.append(1)
+                conn.close()
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1], hits
+    stop.set()
+    thread.join()
+    sock.close()
+
+
+def test_service_is_refused_and_fetches_nothing(server: ApiServer, unchanged: None,
+                                                honeypot: tuple[int, list[int]]) -> None:
+    port, hits = honeypot
+    endpoint = f"http://127.0.0.1:{port}/sparql"
+    for text in [f"SELECT * {{ SERVICE <{endpoint}> {{ ?s ?p ?o }} }}",
+                 f"PREFIX e: <http://127.0.0.1:{port}/> SELECT * {{ SERVICE SILENT e:sparql {{ ?s ?p ?o }} }}",
+                 f"SELECT * {{ BIND(<{endpoint}> AS ?e) SERVICE ?e {{ ?s ?p ?o }} }}",
+                 f"ASK {{ OPTIONAL {{ SERVICE <{endpoint}> {{ ?s ?p ?o }} }} }}"]:
+        for response in _sparql_requests(server.http, text)[:3]:
+            assert_clear_4xx(response, status=400, mentions="SERVICE")
+    time.sleep(0.3)
+    assert hits == []
+
+
+@pytest.mark.parametrize("text", ["SELECT * WHERE { ?s ?p ", "", "SELECT * {" * 3000,
+                                  "x" * 200_000, "SELECT ?x WHERE { ?x <not an iri> 1 }"],
+                         ids=["truncated", "empty", "nested", "huge", "bad-iri"])
+def test_sparql_syntax_errors_are_4xx(server: ApiServer, unchanged: None, text: str) -> None:
+    if len(text) > 60_000:  # too long for a URL: the POST forms only
+        responses = [server.http.post(f"/v1/sparql", data={"query": text}),
+                     server.http.post(f"/v1/sparql", content=text.encode(),
+                                headers={"Content-Type": "application/sparql-query"})]
+    else:
+        responses = _sparql_requests(server.http, text)[:3]
+    for response in responses:
+        assert_clear_4xx(response)
+
+
+def test_sparql_protocol_misuse(server: ApiServer) -> None:
+    assert_clear_4xx(server.http.get(f"/v1/sparql"), status=400, mentions="query")
+    assert_clear_4xx(server.http.get(f"/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))
+    assert_clear_4xx(server.http.get(f"/v1/sparql",
+                               params={"query": "ASK{}", "default-graph-uri": "http://x/g"}))
+    assert_clear_4xx(server.http.post(f"/v1/sparql", content=b"ASK{}",
+                                headers={"Content-Type": "text/plain"}), status=415)
+    assert_clear_4xx(server.http.post(f"/v1/sparql", content=b"query=%FF%FE",
+                                headers={"Content-Type": "application/x-www-form-urlencoded"}))
+
+
+# -- names and paths ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/v1/ontologies/..%2F..%2Fetc%2Fpasswd", "/v1/ontologies/%2Fetc%2Fpasswd",
+                                  "/v1/ontologies/prov-ml.ttl", "/v1/ontologies/..",
+                                  "/v1/queries/..%2Fpyproject.toml", "/v1/nothing", "/etc/passwd"])
+def test_no_path_reaches_a_file(server: ApiServer, path: str) -> None:
+    response = server.http.get(path)
+    assert_clear_4xx(response, status=404)
+    assert "root:" not in response.text and "[project]" not in response.text
+
+
+INJECTIONS = ['x> } ; DROP ALL ; #', '" } DELETE WHERE { ?s ?p ?o } #', "<http://x/a>",
+              "') OR 1=1 --", "$(rm -rf /)", "\x00\x01", "ö" * 5000, "?s ?p ?o"]
+
+
+@pytest.mark.parametrize("value", INJECTIONS)
+def test_injection_strings_in_query_parameters(server: ApiServer, unchanged: None, value: str) -> None:
+    for name, params in [("q3", {"dataset": value}), ("d5", {"workflow": "w", "k": value}),
+                         ("s1", {"data": value, "depth": "2"}), ("q1", {"model": value, "extra": value})]:
+        response = server.http.get(f"/v1/queries/{name}", params=params)
+        assert response.status_code < 500, response.text
+        if response.status_code == 200:
+            assert response.json()["rows"] == []
+        else:
+            assert_clear_4xx(response)
+
+
+def test_free_port_helper_is_free() -> None:
+    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
