@@ -67,6 +67,7 @@ class XSD(Vocabulary, prefix="xsd", namespace="http://www.w3.org/2001/XMLSchema#
     boolean: str
     dateTime: str
     anyURI: str
+    nonNegativeInteger: str
 
 
 class OWL(Vocabulary, prefix="owl", namespace="http://www.w3.org/2002/07/owl#"):
@@ -101,6 +102,10 @@ class PROV(Vocabulary, prefix="prov", namespace="http://www.w3.org/ns/prov#"):
     generatedAtTime: str
     value: str
     atLocation: str
+    actedOnBehalfOf: str
+    atTime: str
+    hadActivity: str
+    entity: str
 
 
 class MLS(Vocabulary, prefix="mls", namespace="http://www.w3.org/ns/mls#"):
@@ -133,6 +138,12 @@ class SPROV(Vocabulary, prefix="s-prov",
     invocationIndex: str
     lastEventTime: str
     wasChangedWith: str
+    qualifiedChange: str
+    hasChanged: str
+    workflowName: str
+    workflowId: str
+    message: str
+    type: str
 
 
 class PROVLAKE(Vocabulary, prefix="provlake", namespace="https://w3id.org/provkg/provlake#"):

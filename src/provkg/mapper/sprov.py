@@ -1,16 +1,182 @@
-"""S-PROV mapping (being written; see issue 4)."""
+"""S-PROV (streaming provenance, Spinuso et al.): the same events in S-PROV terms.
+
+Mapping (every IRI minted from ids, so any order of events gives the same graph)::
+
+    spec workflow W      <spec/W>      a provone:Workflow ; rdfs:label "W"
+    transformation tr    <spec/W/tr>   a s-prov:Component ; rdfs:label "tr" ; s-prov:type "<kind>"
+    workflow run R       <run/R>       a s-prov:WFExecution ; prov:wasInfluencedBy <spec/W> ;
+                                       s-prov:workflowName "W" ; s-prov:workflowId "R" ;
+                                       prov:startedAtTime / prov:endedAtTime ; s-prov:lastEventTime (end) ;
+                                       prov:wasAssociatedWith <agent/A>, <instance/...>
+    the process of run R <process/R>   a s-prov:SystemProcess ; rdfs:label "host:pid" (from the
+                                       run's environment; a task with its own environment gets
+                                       <process/R/host/pid>)
+    tr running in R      <instance/R/tr>  a s-prov:ComponentInstance ; prov:actedOnBehalfOf <spec/W/tr> ;
+                                       prov:atLocation <process/...>
+    task T               <task/T>      a s-prov:Invocation ; prov:wasAssociatedWith <instance/R/tr> ;
+                                       [s-prov:invocationIndex N] ; prov:startedAtTime / prov:endedAtTime ;
+                                       s-prov:lastEventTime (end) ; prov:wasInformedBy <task/PARENT>, <task/DEP> ;
+                                       [provkg:status "failed" ; s-prov:message "..."]
+    value V              <value/V>     a s-prov:Data (s-prov:ComponentParameters for hyperparameter
+                                       roles) ; rdfs:label "name" ; [prov:value x] ;
+                                       prov:used / prov:wasGeneratedBy ; prov:wasDerivedFrom <value/...> ;
+                                       [provlake:location "uri"] ; [provlake:denotes <domain IRI>]
+    adaptation task T    <instance/R/X> s-prov:wasChangedWith <value/NEW> ;
+                                       s-prov:qualifiedChange <change/T> .
+                         <change/T>    a s-prov:Change ; prov:entity <value/NEW> ; prov:atTime t ;
+                                       prov:hadActivity <task/T>
+                         (X: the one stage of the spec that uses the adapted hyperparameter;
+                          the adaptation's own transformation when there is none or several)
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from provkg.errors import MappingError
+from provkg.events import default_value_id
+from provkg.mapper.common import MapState, Minter, TransformationTerms, WorkflowTerms
+from provkg.mapper.terms import A, LABEL, P, PK, PL, PO, SP
+from provkg.spec import Spec
+from provkg.term import Triple, datetime_literal, iri, literal
+from provkg.vocab import XSD
 
 __all__ = ["prospective_triples", "map_workflow_event", "map_task_event"]
 
-
-def _todo(*_: Any, **__: Any) -> Any:
-    raise MappingError("the sprov schema is not available yet")
+_PARAMETER_ROLES = ("hyperparameter", "model_hyperparameter")
 
 
-prospective_triples = map_workflow_event = map_task_event = _todo
+def prospective_triples(spec: Spec, *, mint: Minter) -> Iterator[Triple]:
+    """The workflow as a ProvONE workflow and its transformations as S-PROV components."""
+    wf = mint.spec(spec.workflow)
+    yield wf, A, PO.Workflow
+    yield wf, LABEL, literal(spec.workflow)
+    for t in spec.transformations:
+        c = mint.spec(spec.workflow, t.name)
+        yield c, A, SP.Component
+        yield c, LABEL, literal(t.name)
+        yield c, SP.type, literal(t.kind)
+
+
+def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
+    """Triples of a workflow begin / end event."""
+    run_id, wf = e["id"], e["workflow"]
+    st.runs[run_id] = wf
+    wt = st.workflow(wf)
+    if wt.spec is None:
+        st.no_spec[wf] += 1
+    r = st.mint.run(run_id)
+    out += [(r, A, SP.WFExecution), (r, P.wasInfluencedBy, wt.term),
+            (r, SP.workflowName, literal(wf)), (r, SP.workflowId, literal(run_id))]
+    t = datetime_literal(e["time"])
+    if e["event"] == "begin":
+        out.append((r, P.startedAtTime, t))
+    else:
+        out += [(r, P.endedAtTime, t), (r, SP.lastEventTime, t)]
+    if e.get("agent") is not None:
+        a = st.mint.agent(e["agent"])
+        out += [(r, P.wasAssociatedWith, a), (a, A, P.Agent), (a, LABEL, literal(e["agent"]))]
+    env = e.get("environment")
+    if env and env.get("host") is not None:
+        proc = st.mint.other("process", run_id)
+        out += [(proc, A, SP.SystemProcess), (proc, LABEL, literal(f"{env['host']}:{env.get('pid', '')}"))]
+    for side in ("used", "generated"):
+        for v in e.get(side) or ():
+            _value(v, r, run_id, None, st, out, used=side == "used")
+
+
+def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
+              component: str) -> str:
+    run_id = e["workflow_id"]
+    env = e.get("environment")
+    if env and env.get("host") is not None:
+        host, pid = str(env["host"]), str(env.get("pid", ""))
+        inst = st.mint.other("instance", run_id, tr, host, pid)
+        proc = st.mint.other("process", run_id, host, pid)
+        out += [(proc, A, SP.SystemProcess), (proc, LABEL, literal(f"{host}:{pid}"))]
+    else:
+        inst = st.mint.other("instance", run_id, tr)
+        proc = st.mint.other("process", run_id)
+    out += [(inst, A, SP.ComponentInstance), (inst, P.actedOnBehalfOf, component),
+            (inst, P.atLocation, proc), (st.mint.run(run_id), P.wasAssociatedWith, inst)]
+    return inst
+
+
+def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
+                   wt: WorkflowTerms | None, tt: TransformationTerms | None) -> None:
+    """Triples of a task begin / end event (``wt`` / ``tt`` None: run not known yet)."""
+    task_id = e["id"]
+    t = st.mint.task(task_id)
+    out.append((t, A, SP.Invocation))
+    if wt is not None and tt is not None:
+        inst = _instance(e, tt.name, st, out, tt.term)
+        out.append((t, P.wasAssociatedWith, inst))
+    time_lit = datetime_literal(e["time"])
+    if e["event"] == "begin":
+        out.append((t, P.startedAtTime, time_lit))
+    else:
+        out += [(t, P.endedAtTime, time_lit), (t, SP.lastEventTime, time_lit)]
+        if e.get("status") == "failed":
+            out.append((t, PK.status, literal("failed")))
+        if e.get("message") is not None:
+            out.append((t, SP.message, literal(e["message"])))
+    if e.get("parent") is not None:
+        out.append((t, P.wasInformedBy, st.mint.task(e["parent"])))
+    for d in e.get("dependencies") or ():
+        out.append((t, P.wasInformedBy, st.mint.task(d)))
+    if e.get("index") is not None and e["index"] >= 0:
+        out.append((t, SP.invocationIndex, literal(e["index"], XSD.nonNegativeInteger)))
+    for side in ("used", "generated"):
+        for v in e.get(side) or ():
+            _value(v, t, task_id, wt.spec if wt else None, st, out, used=side == "used",
+                   transformation=tt.name if tt else None)
+    if tt is not None and tt.kind == "adaptation" and e["event"] == "end":
+        _change(e, wt, tt, st, out)  # type: ignore[arg-type]
+
+
+def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, st: MapState,
+           out: list[Triple], *, used: bool, transformation: str | None = None) -> None:
+    name = v["name"]
+    vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(owner_id, name, used=used))
+    out.append((execution, P.used, vt) if used else (vt, P.wasGeneratedBy, execution))
+    role = None
+    if spec is not None and transformation is not None:
+        tr = spec.transformation(transformation)
+        attr = tr.attribute(name) if tr is not None else None
+        role = attr.role if attr is not None else None
+    out.append((vt, A, SP.ComponentParameters if role in _PARAMETER_ROLES else SP.Data))
+    out.append((vt, LABEL, literal(name)))
+    if v.get("value") is not None:
+        out.append((vt, P.value, literal(v["value"])))
+    if v.get("location") is not None:
+        out.append((vt, PL.location, literal(v["location"], XSD.anyURI)))
+    if v.get("domain") is not None:
+        out.append((vt, PL.denotes, iri(v["domain"])))
+    for src in v.get("derived_from") or ():
+        out.append((vt, P.wasDerivedFrom, st.mint.value(src)))
+
+
+def _changed_component(spec: Spec | None, adaptation: str, names: list[str]) -> str:
+    """The transformation an adaptation changes: the one non-section stage that uses
+    one of the adapted names; the adaptation itself when that is not exactly one."""
+    if spec is None:
+        return adaptation
+    users = {t.name for t in spec.transformations if t.kind not in ("section", "adaptation")
+             and any(a.name in names for a in t.used)}
+    return users.pop() if len(users) == 1 else adaptation
+
+
+def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: MapState,
+            out: list[Triple]) -> None:
+    generated = e.get("generated") or []
+    if not generated:
+        return
+    target = _changed_component(wt.spec, tt.name, [v["name"] for v in generated])
+    inst = _instance(e, target, st, out, st.transformation(wt, target).term if target != tt.name else tt.term)
+    change = st.mint.other("change", e["id"])
+    out += [(change, A, SP.Change), (change, P.atTime, datetime_literal(e["time"])),
+            (change, P.hadActivity, st.mint.task(e["id"])), (inst, SP.qualifiedChange, change),
+            (inst, SP.hasChanged, literal(True))]
+    for v in generated:
+        vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(e["id"], v["name"], used=False))
+        out += [(inst, SP.wasChangedWith, vt), (change, P.entity, vt)]

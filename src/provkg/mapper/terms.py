@@ -7,9 +7,9 @@ every use would cost more than the rest of the mapping.
 from __future__ import annotations
 
 from provkg.term import iri
-from provkg.vocab import PROV, PROVKG, PROVLAKE, PROVML, RDF, RDFS, SPROV, Vocabulary
+from provkg.vocab import PROV, PROVKG, PROVLAKE, PROVML, PROVONE, RDF, RDFS, SPROV, Vocabulary
 
-__all__ = ["A", "LABEL", "P", "PK", "PL", "PML", "SP", "term_of"]
+__all__ = ["A", "LABEL", "P", "PK", "PL", "PML", "PO", "SP", "term_of"]
 
 A = iri(RDF.type)
 LABEL = iri(RDFS.label)
@@ -28,6 +28,7 @@ PK = _Terms(PROVKG)
 PL = _Terms(PROVLAKE)
 PML = _Terms(PROVML)
 SP = _Terms(SPROV)
+PO = _Terms(PROVONE)
 
 
 def term_of(full_iri: str) -> str:
