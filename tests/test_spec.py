@@ -1,0 +1,145 @@
+"""Prospective specs: parsing, and errors that name file, line and field."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from mapper_support import SPEC_YAML, lifecycle_spec
+from provkg.cli import main
+from provkg.errors import BadSpec, NotFound
+from provkg.spec import expand_curie, load_spec, parse_spec
+
+
+def test_the_lifecycle_spec_parses_with_its_structure() -> None:
+    spec = lifecycle_spec()
+    assert spec.workflow == "flower-training" and spec.phase == "learning"
+    assert [t.name for t in spec.transformations][:3] == ["training", "epoch", "batch"]
+    assert spec.transformation("batch").of == "epoch"
+    assert spec.stage_kind("batch") == "training"
+    assert spec.stage_kind("val_epoch") == "validation"
+    assert spec.transformation("nope") is None
+    slices = spec.transformation("training").attribute("slices")
+    assert slices.role == "dataset_characteristic"
+    assert slices.concept_iri == "https://w3id.org/provkg/seismic#numberOfSlices"
+    assert spec.transformation("epoch").granularity == "full"
+
+
+def test_a_json_spec_reads_like_yaml(tmp_path: Path) -> None:
+    import yaml
+
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(yaml.safe_load(SPEC_YAML), indent=2))
+    assert load_spec(path) == lifecycle_spec()
+
+
+def test_curies_expand_and_bad_ones_are_refused() -> None:
+    assert expand_curie("prov:Entity") == "http://www.w3.org/ns/prov#Entity"
+    assert expand_curie("https://example.org/c") == "https://example.org/c"
+    for bad in ("nope:thing", "seis:has space", "plainword"):
+        with pytest.raises(BadSpec, match="CURIE"):
+            expand_curie(bad)
+
+
+BAD = """\
+workflow: w
+phase: learning
+data_stores: [{name: fs}, {name: fs}]
+transformations:
+  - name: training
+    kind: trainig
+    used:
+      - {name: lr, role: hyperparam}
+  - name: epoch
+    kind: section
+  - name: batch
+    kind: section
+    of: nowhere
+    generated:
+      - {name: loss, concept: "nope:x", store: s3}
+  - name: a
+    kind: section
+    of: b
+  - name: b
+    kind: section
+    of: a
+  - name: training
+    colour: blue
+"""
+
+
+def _problems(text: str, source: str = "bad.yaml") -> list[str]:
+    with pytest.raises(BadSpec) as info:
+        parse_spec(text, source=source)
+    return info.value.problems  # type: ignore[attr-defined]
+
+
+def test_pydantic_errors_name_file_line_and_field() -> None:
+    problems = _problems(BAD)
+    text = "\n".join(problems)
+    assert "bad.yaml:6: transformations[0].kind: Input should be 'transformation'" in text
+    assert "bad.yaml:8: transformations[0].used[0].role:" in text
+    assert "bad.yaml:23: transformations[5].colour: unknown field" in text
+    # cross-field problems are reported in the same run as the type errors
+    assert "bad.yaml:9: transformations[1].of: a section needs `of`" in text
+    assert "bad.yaml:13: transformations[2].of: no transformation named 'nowhere'" in text
+    assert "bad.yaml:15: transformations[2].generated[0].concept:" in text
+
+
+def test_cross_field_errors_each_name_their_line() -> None:
+    fixed = BAD.replace("trainig", "training").replace("hyperparam}", "hyperparameter}").replace(
+        "    colour: blue\n", "")
+    text = "\n".join(_problems(fixed))
+    assert "bad.yaml:3: data_stores[1].name: duplicate data store name 'fs'" in text
+    assert "bad.yaml:9: transformations[1].of: a section needs `of`" in text
+    assert "bad.yaml:13: transformations[2].of: no transformation named 'nowhere'" in text
+    assert "bad.yaml:15: transformations[2].generated[0].concept: expected an absolute IRI" in text
+    assert "bad.yaml:15: transformations[2].generated[0].store: no data store named 's3'" in text
+    assert "bad.yaml:18: transformations[3].of: sections form a cycle" in text
+    assert "bad.yaml:21: transformations[4].of: sections form a cycle" in text
+    assert "bad.yaml:22: transformations[5].name: duplicate transformation name 'training'" in text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("workflow: w\nphase: learning\ntransformations: []\n", "transformations: List should have at least 1 item"),
+    ("workflow: w\ntransformations: [{name: t}]\n", "1: phase: required field is missing"),
+    ("workflow: w\nphase: mining\ntransformations: [{name: t}]\n", "2: phase: Input should be"),
+    ("- just\n- a list\n", "(top level): a spec is a mapping"),
+    ("workflow: [unclosed\n", "not valid YAML or JSON"),
+    ("workflow: w\nworkflow: v\nphase: learning\ntransformations: [{name: t}]\n", "2: workflow: duplicate key"),
+    ("workflow: w\nphase: learning\ntransformations:\n  - {name: t, granularity: summary}\n",
+     "4: transformations[0].granularity: only sections have a granularity"),
+    ("workflow: w\nphase: learning\ntransformations:\n  - {name: t, of: t}\n",
+     "4: transformations[0].of: only sections have `of`"),
+    ("workflow: w\nphase: learning\ntransformations:\n  - {name: t, used: [{name: a, role: model}],"
+     " generated: [{name: a, role: dataset}]}\n", "also used with another role"),
+])
+def test_each_kind_of_mistake_is_named(text: str, expected: str) -> None:
+    assert expected in "\n".join(_problems(text, source="s.yaml"))
+
+
+def test_load_spec_of_a_missing_file_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_cli_validate_prints_every_problem_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(SPEC_YAML)
+    bad.write_text(BAD)
+    assert main(["spec", "validate", str(good)]) == 0
+    assert "ok (workflow 'flower-training'" in capsys.readouterr().out
+    assert main(["spec", "validate", str(good), str(bad)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == len(_problems(BAD, source=str(bad))) and len(err) >= 6
+    assert all(line.startswith(f"{bad}:") for line in err)
+
+
+def test_cmd_validate_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from provkg.spec import cmd_validate
+
+    assert cmd_validate(argparse.Namespace(files=[str(tmp_path / "x.yaml")])) == 1
+    assert "does not exist" in capsys.readouterr().err
