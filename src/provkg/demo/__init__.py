@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shutil
 import time
 from dataclasses import asdict
@@ -39,6 +40,7 @@ from provkg.errors import ProvkgError
 from provkg.spec import Spec, load_spec
 from provkg.store import Store, open_store
 from provkg.term import iri, literal, mint_iri
+from provkg.vocab import PROV
 
 __all__ = ["run", "RUN_PREFIX", "KG_GRAPH"]
 
@@ -109,9 +111,10 @@ def _load_knowledge(store: Store, console: Console) -> None:
 
 
 def _holds(store: Store, summary: RunSummary) -> bool:
-    """The store still has the provenance of ``summary``'s models."""
-    return all(store.ask(f"ASK {{ {iri(mint_iri('value', t.model))} "
-                         "<http://www.w3.org/ns/prov#wasGeneratedBy> ?task }")
+    """The store has the provenance of ``summary``'s models, up to the end of their runs
+    (the last event a learning run sends)."""
+    return all(store.ask(f"ASK {{ {iri(mint_iri('value', t.model))} {iri(PROV.wasGeneratedBy)} "
+                         f"?task . {iri(mint_iri('run', t.run_id))} {iri(PROV.endedAtTime)} ?end }}")
                for t in summary.trainings)
 
 
@@ -158,12 +161,17 @@ def _sink_factory(store: Store, specs: list[Spec], sink_url: str | None) -> Any:
 
 
 def _post_specs(sink_url: str, specs: list[Spec]) -> None:
+    """Register the specs with the server, so it maps the events to typed PROV-ML."""
     import httpx
 
+    headers = {"Content-Type": "application/yaml"}
+    if os.environ.get("PROVKG_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['PROVKG_TOKEN']}"
     for spec in specs:
+        path = example_dir() / "specs" / f"{spec.phase}.yaml"
         try:
-            response = httpx.post(sink_url.rstrip("/") + "/v1/specs", timeout=30.0,
-                                  json=spec.model_dump(mode="json", exclude_none=True))
+            response = httpx.post(sink_url.rstrip("/") + "/v1/specs", headers=headers,
+                                  content=path.read_bytes(), timeout=30.0)
         except httpx.HTTPError as exc:
             raise ProvkgError(f"cannot reach the provkg server at {sink_url}: {exc}") from exc
         if response.status_code >= 400:
