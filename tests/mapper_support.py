@@ -62,6 +62,7 @@ transformations:
     used:
       - {name: model, role: model}
       - {name: note}
+      - {name: nothing}
     generated:
       - {name: accuracy, role: evaluation_measure}
 """

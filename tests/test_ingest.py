@@ -1,0 +1,192 @@
+"""Ingest into real stores: idempotence, order independence across sessions, specs registered
+later, typed vs tagged answering the same questions, summaries, the in-process sink."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mapper_support import WORKFLOW, SPEC_YAML, lifecycle_events, lifecycle_spec
+from provkg import capture
+from provkg.service.ingest import Ingestor, StoreSink, ingest_events, register_spec
+from provkg.store import Store
+from provkg.term import literal
+from provkg.vocab import DEFAULT_BASE, PREFIXES
+
+TAGGED_BASE = "https://w3id.org/provkg/tagged-id/"
+PREFIX = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
+
+
+def everything(store: Store) -> set[tuple[str, str, str]]:
+    return set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+
+
+def test_ingesting_twice_adds_no_triple(store: Store) -> None:
+    report = ingest_events(store, lifecycle_events(), specs={WORKFLOW: lifecycle_spec()})
+    n = store.count()
+    assert report.events == len(lifecycle_events()) and report.triples > 0 and n > 0
+    assert report.warnings == []
+    again = ingest_events(store, lifecycle_events(), specs={WORKFLOW: lifecycle_spec()})
+    assert again.events == report.events
+    assert store.count() == n
+
+
+# The same three questions, once per schema: typed by class, tagged by tag (Listing 1 vs 2).
+STAGE_COUNTS = {
+    "typed": """SELECT ?stage (COUNT(DISTINCT ?x) AS ?n) WHERE {
+        VALUES (?cls ?stage) { (provml:TrainingExecution "training") (provml:ValidationExecution "validation")
+                               (provml:EvaluationExecution "evaluation") (provml:TrainingSectionExecution "section") }
+        ?x a ?cls . FILTER(STRSTARTS(STR(?x), BASE)) } GROUP BY ?stage ORDER BY ?stage""",
+    "tagged": """SELECT ?stage (COUNT(DISTINCT ?x) AS ?n) WHERE {
+        VALUES (?tag ?stage) { ("Training" "training") ("Validation" "validation")
+                               ("Evaluation" "evaluation") ("TrainingSection" "section") }
+        ?x a provlake:DataTransformationExecution ; prov:wasInfluencedBy ?p .
+        ?p a provlake:DataTransformation ; provlake:tag ?tag . FILTER(STRSTARTS(STR(?x), BASE)) }
+        GROUP BY ?stage ORDER BY ?stage""",
+}
+HYPERPARAMETERS = {
+    "typed": """SELECT ?training ?name ?value WHERE {
+        ?training a provml:TrainingExecution ; prov:used ?v .
+        ?v a provml:LearningHyperparameterValue ; prov:value ?value ; prov:wasDerivedFrom ?a .
+        ?a a provml:LearningHyperparameter ; rdfs:label ?name . FILTER(STRSTARTS(STR(?training), BASE)) }
+        ORDER BY ?training ?name""",
+    "tagged": """SELECT ?training ?name ?value WHERE {
+        ?training a provlake:DataTransformationExecution ; prov:wasInfluencedBy ?tp ; prov:used ?v .
+        ?tp provlake:tag "Training" .
+        ?v a provlake:AttributeValue ; prov:value ?value ; prov:wasDerivedFrom ?a .
+        ?a a provlake:Attribute ; provlake:tag "Hyperparameter" ; rdfs:label ?name .
+        FILTER(STRSTARTS(STR(?training), BASE)) } ORDER BY ?training ?name""",
+}
+MIN_LOSS_PER_EPOCH = {
+    "typed": """SELECT ?epoch ?index (MIN(?loss) AS ?min_loss) WHERE {
+        ?epoch a provml:TrainingSectionExecution ; provkg:index ?index ; prov:wasInformedBy ?training .
+        ?training a provml:TrainingExecution .
+        ?batch prov:wasInformedBy ?epoch ; a provml:TrainingSectionExecution .
+        ?m prov:wasGeneratedBy ?batch ; a provml:ModelEvaluation ; prov:value ?loss ;
+           prov:wasDerivedFrom/rdfs:label "loss" . FILTER(STRSTARTS(STR(?epoch), BASE)) }
+        GROUP BY ?epoch ?index ORDER BY ?epoch""",
+    "tagged": """SELECT ?epoch ?index (MIN(?loss) AS ?min_loss) WHERE {
+        ?epoch a provlake:DataTransformationExecution ; provkg:index ?index ; prov:wasInformedBy ?training ;
+               prov:wasInfluencedBy [ provlake:tag "TrainingSection" ] .
+        ?training prov:wasInfluencedBy [ provlake:tag "Training" ] .
+        ?batch prov:wasInformedBy ?epoch ; prov:wasInfluencedBy [ provlake:tag "TrainingSection" ] .
+        ?m prov:wasGeneratedBy ?batch ; a provlake:AttributeValue ; prov:value ?loss ;
+           prov:wasDerivedFrom [ provlake:tag "ModelEvaluation" ; rdfs:label "loss" ] .
+        FILTER(STRSTARTS(STR(?epoch), BASE)) } GROUP BY ?epoch ?index ORDER BY ?epoch""",
+}
+
+
+def _ask(store: Store, query: str, base: str) -> list[list[object]]:
+    rows = store.select(PREFIX + query.replace("BASE", literal(base))).rows
+    return [[v.removeprefix(base) if isinstance(v, str) else v for v in row] for row in rows]
+
+
+def test_typed_and_tagged_graphs_answer_the_same_questions(store: Store) -> None:
+    events, spec = lifecycle_events(), lifecycle_spec()
+    ingest_events(store, events, specs=[spec], schema="typed")
+    ingest_events(store, events, specs=[spec], schema="tagged", base=TAGGED_BASE)
+    for question in (STAGE_COUNTS, HYPERPARAMETERS, MIN_LOSS_PER_EPOCH):
+        typed = _ask(store, question["typed"], DEFAULT_BASE)
+        tagged = _ask(store, question["tagged"], TAGGED_BASE)
+        assert typed and typed == tagged
+    # and the answers are the ones the events say
+    assert _ask(store, STAGE_COUNTS["typed"], DEFAULT_BASE) == [
+        ["evaluation", 1], ["section", 2 * 2 + 2 * 2 * 3], ["training", 2], ["validation", 2]]
+    hp = _ask(store, HYPERPARAMETERS["typed"], DEFAULT_BASE)
+    assert ["task/run-1/training-1", "learning_rate", 0.005] in hp
+    assert ["task/run-1/training-0", "augment", True] in hp and ["task/run-1/training-0", "epochs", 2] in hp
+    losses = {(r[0], r[1]): r[2] for r in _ask(store, MIN_LOSS_PER_EPOCH["typed"], DEFAULT_BASE)}
+    expected = {}
+    for e in events:
+        if e.get("transformation") == "batch" and e["event"] == "end":
+            key = ("task/" + e["parent"], int(e["parent"].rsplit("-", 1)[1]))
+            expected[key] = min(expected.get(key, 9.0), e["generated"][0]["value"])
+    assert losses == expected
+
+
+def test_a_spec_registered_after_its_events_retypes_them(store: Store) -> None:
+    events, spec = lifecycle_events(trainings=1), lifecycle_spec()
+    report = ingest_events(store, events)  # no spec yet: plain PROVLake, counted
+    assert report.warnings == [f"workflow {WORKFLOW!r} has no spec: {len(events)} events stored as plain PROVLake"]
+    assert store.ask(PREFIX + "ASK { ?x a provlake:DataTransformationExecution }")
+    register_spec(store, spec)
+    later = everything(store)
+    store.clear()
+    ingest_events(store, events, specs=[spec])
+    assert later == everything(store)
+
+
+def test_tasks_stored_before_their_run_are_mapped_when_it_arrives(store: Store) -> None:
+    events, spec = lifecycle_events(trainings=1), lifecycle_spec()
+    tasks = [e for e in events if e["type"] == "task"]
+    runs = [e for e in events if e["type"] == "workflow"]
+    first = ingest_events(store, tasks, specs=[spec])
+    assert any("kept pending" in w for w in first.warnings)
+    assert store.ask(PREFIX + "ASK { ?t provkg:pendingEvent ?e }")
+    ingest_events(store, runs[1:], specs=[spec])  # the end event alone resolves them
+    ingest_events(store, runs[:1], specs=[spec])
+    assert not store.ask(PREFIX + "ASK { ?t provkg:pendingEvent ?e }")
+    split = everything(store)
+    store.clear()
+    ingest_events(store, events, specs=[spec])
+    assert split == everything(store)
+
+
+def test_a_later_session_knows_runs_from_the_store(embedded_store: Store) -> None:
+    events, spec = lifecycle_events(trainings=1), lifecycle_spec()
+    ingest_events(embedded_store, events[:1], specs=[spec])  # the workflow begin only
+    report = ingest_events(embedded_store, events[1:], specs=[spec])
+    assert report.warnings == []
+    assert not embedded_store.ask(PREFIX + "ASK { ?t provkg:pendingEvent ?e }")
+
+
+def test_summaries_survive_sections_arriving_after_their_parent_ended(embedded_store: Store) -> None:
+    spec = lifecycle_spec(SPEC_YAML.replace("    of: epoch\n", "    of: epoch\n    granularity: summary\n"))
+    events = lifecycle_events(trainings=1, epochs=2, batches=4)
+    ing = Ingestor(embedded_store, specs=[spec])
+    late = [e for e in events if e.get("transformation") == "batch" and e.get("index") == 3]
+    for chunk in range(0, len(events), 7):
+        ing.ingest([e for e in events[chunk:chunk + 7] if e not in late])
+    ing.ingest(late)  # after every epoch ended and was summarised
+    ing.finish()
+    split = everything(embedded_store)
+    embedded_store.clear()
+    ingest_events(embedded_store, events, specs=[spec])
+    whole = everything(embedded_store)
+    assert split == whole
+    counts = embedded_store.select(PREFIX + "SELECT ?n WHERE { ?s provkg:executionCount ?n }").rows
+    assert counts == [[4], [4]]
+
+
+def test_store_sink_maps_what_the_capture_library_sends(embedded_store: Store) -> None:
+    sink = StoreSink(embedded_store, [lifecycle_spec()])
+    with capture.workflow(WORKFLOW, sink=sink, run_id="captured", agent="bob") as wf:
+        with wf.task("training", used={"learning_rate": 0.1,
+                                       "train_set": capture.ref("file:///lake/train.h5")}) as training:
+            for e in range(2):
+                with wf.task("epoch", parent=training, index=e) as epoch:
+                    epoch.generate(loss=1.0 / (e + 1))
+            training.generate(model=capture.ref("file:///lake/m.pt"))
+    rows = embedded_store.select(PREFIX + """SELECT ?i ?loss WHERE {
+        ?e a provml:TrainingSectionExecution ; provkg:index ?i ; prov:wasInformedBy ?t .
+        ?t a provml:TrainingExecution ; provlake:isPartOf ?run .
+        ?run a provml:LearningProcessExecution ; prov:wasAssociatedWith/rdfs:label "bob" .
+        ?v prov:wasGeneratedBy ?e ; a provml:ModelEvaluation ; prov:value ?loss } ORDER BY ?i""").rows
+    assert rows == [[0, 1.0], [1, 0.5]]
+    assert embedded_store.ask(PREFIX + "ASK { ?m a provml:Model, provlake:DataReference ; "
+                              "provlake:location \"file:///lake/m.pt\"^^xsd:anyURI }")
+    assert sink.report.events >= 8 and sink.report.warnings == []
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged", "sprov"])
+def test_every_schema_ingests_shuffled_events_to_the_same_graph(embedded_store: Store, schema: str) -> None:
+    events, spec = lifecycle_events(trainings=1), lifecycle_spec()
+    ingest_events(embedded_store, events, specs=[spec], schema=schema)
+    ordered = everything(embedded_store)
+    embedded_store.clear()
+    shuffled = events + events[:5]
+    random.Random(7).shuffle(shuffled)
+    for i in range(0, len(shuffled), 6):  # many small sessions, each its own batch
+        ingest_events(embedded_store, shuffled[i:i + 6], specs=[spec], schema=schema)
+    assert everything(embedded_store) == ordered
