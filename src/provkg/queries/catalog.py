@@ -1,0 +1,201 @@
+"""The canned lifecycle queries: names, questions, typed parameters, fixed columns.
+
+One source of truth per query: the ``q*``, ``d*`` and ``p*`` queries are produced by the
+builder from query parts (typed and tagged); the S-PROV ``s*`` queries are ``.rq`` files
+in ``queries/`` (see :mod:`provkg.queries.rq` for their parameter convention).
+
+>>> [q.name for q in canned_queries()][:3]
+['q1', 'q2', 'q3']
+>>> "VALUES" in render("q1", {"model": "file:///models/m.pt"}, schema="tagged")
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from provkg.errors import BadParameter, UnknownQuery
+from provkg.queries import dnnprov, lifecycle
+from provkg.queries.builder import with_prefixes
+from provkg.queries.pairs import format_pairs
+from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
+from provkg.queries.parts import SCHEMAS
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = ["CannedQuery", "canned_queries", "get_query", "render", "finish_rows"]
+
+Builder = Callable[[dict[str, str], dict[str, Any], str], str]
+
+
+@dataclass(frozen=True)
+class CannedQuery:
+    """A named lifecycle question with typed parameters and fixed result columns."""
+
+    name: str
+    question: str
+    parameters: tuple[Parameter, ...]
+    columns: tuple[str, ...]
+    schemas: tuple[str, ...] = SCHEMAS
+    build: Builder | None = field(default=None, repr=False, compare=False)
+    rq_text: str | None = field(default=None, repr=False, compare=False)
+    #: columns holding encoded ``name=value`` pairs, decoded after the query
+    pair_columns: tuple[str, ...] = ()
+
+    def parse(self, params: dict[str, object]) -> dict[str, object]:
+        """Checked and typed parameter values, defaults filled in (raises BadParameter)."""
+        return parse_params(self.parameters, params, query=self.name)
+
+    def render(self, params: dict[str, object], *, schema: str = "typed",
+               base: str = DEFAULT_BASE) -> str:
+        """The SPARQL text for ``params`` in ``schema``; values enter as VALUES rows.
+
+        Raises:
+            BadParameter: a bad parameter, or a schema this query does not exist in.
+        """
+        if schema not in self.schemas:
+            raise BadParameter(
+                f"query {self.name!r} runs on the {' / '.join(self.schemas)} schema, "
+                f"not {schema!r}")
+        values = self.parse(params)
+        terms = {p.name: term_for(p, values[p.name], base=base) for p in self.parameters
+                 if values[p.name] is not None}
+        if self.rq_text is not None:
+            from provkg.queries.rq import bind_rq
+
+            return bind_rq(self.rq_text, terms)
+        assert self.build is not None
+        return with_prefixes(self.build(terms, values, schema))
+
+    def finish(self, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+        """Rows in this query's column order, pairs columns decoded."""
+        return finish_rows(self, columns, rows)
+
+
+def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+    index = [columns.index(c) if c in columns else None for c in query.columns]
+    out = []
+    for row in rows:
+        new = [row[i] if i is not None else None for i in index]
+        for c in query.pair_columns:
+            k = query.columns.index(c)
+            new[k] = format_pairs(new[k])
+        out.append(new)
+    return out
+
+
+def _p(name: str, type: str, default: object = REQUIRED, help: str = "", **kw: Any) -> Parameter:
+    return Parameter(name, type, default, help, **kw)
+
+
+_MODEL = _p("model", "data", help="the trained model: its value id or location URI")
+_DATASET = _p("dataset", "data", help="the learning dataset: its value id or location URI")
+_WORKFLOW = _p("workflow", "workflow", help="the prospective (spec) workflow name")
+_TRAINING = _p("training", "task", help="the training task id")
+
+
+def _measure(default: str) -> Parameter:
+    return _p("measure", "str", default, "an evaluation-measure attribute of the spec")
+
+
+def _k() -> Parameter:
+    return _p("k", "int", 3, "how many trainings", minimum=1)
+
+
+def _builder_queries() -> list[CannedQuery]:
+    L, D = lifecycle, dnnprov
+    hp = ("hyperparameters",)
+    return [
+        CannedQuery("q1", "Given a trained model, the coordinates, basin, field and number of "
+                    "slices of the seismic data in its training dataset (PROV-ML Q1)", (_MODEL,),
+                    ("seismic_file", "coordinates", "basin", "field", "slices"), build=L.q1),
+        CannedQuery("q2", "Given a trained model, the tile size, noise threshold and slice range "
+                    "selected to make its training set (PROV-ML Q2)", (_MODEL,),
+                    ("tile_size", "noise_threshold", "slice_start", "slice_end"), build=L.q2),
+        CannedQuery("q3", "Given a training set, the hyperparameters and evaluation measures of "
+                    "the model with the least measure (PROV-ML Q3)", (_DATASET, _measure("loss")),
+                    ("model", "role", "name", "value"), build=L.q3),
+        CannedQuery("q4", "Average, min and max batch times per epoch of the trainings that used "
+                    "a dataset (PROV-ML Q4)", (_DATASET,),
+                    ("training", "epoch", "batches", "avg_seconds", "min_seconds", "max_seconds"),
+                    build=L.q4),
+        CannedQuery("q5", "Average batch time per epoch and the model evaluations of trainings on "
+                    "the dataset made from a slice range (PROV-ML Q5)",
+                    (_p("slice_start", "int", help="first seismic slice"),
+                     _p("slice_end", "int", help="last seismic slice")),
+                    ("training", "epoch", "avg_batch_seconds", "model", "measure", "value"),
+                    build=L.q5),
+        CannedQuery("q6", "Given a training set, the seismic file it came from, its number of "
+                    "slices, basin and field (PROV-ML Q6)", (_DATASET,),
+                    ("seismic_file", "slices", "basin", "field"), build=L.q6),
+        CannedQuery("q7", "Minimum batch measure per model in training and validation, with its "
+                    "hyperparameters and evaluations, best models first (PROV-ML Q7)",
+                    (_DATASET, _measure("loss")),
+                    ("model", "training_min_batch_loss", "hyperparameters", "evaluations",
+                     "validation_min_batch_loss", "validation_evaluations"), build=L.q7,
+                    pair_columns=("hyperparameters", "evaluations", "validation_evaluations")),
+        CannedQuery("d1", "The measure at an epoch of a training (DNNProv Q1)",
+                    (_TRAINING, _p("epoch", "int", help="epoch index"), _measure("loss")),
+                    ("value",), build=D.d1),
+        CannedQuery("d2", "The layers (model-schema entries) of a model (DNNProv Q2)", (_MODEL,),
+                    ("name", "value"), build=D.d2),
+        CannedQuery("d3", "Time and measure of each epoch of a training (DNNProv Q3)",
+                    (_TRAINING, _measure("loss")), ("epoch", "seconds", "loss"), build=D.d3),
+        CannedQuery("d4", "The initial learning rate of the best training (DNNProv Q4)",
+                    (_WORKFLOW, _measure("accuracy")), ("training", "learning_rate", "value"),
+                    build=D.d4),
+        CannedQuery("d5", "Hyperparameters of the k best trainings (DNNProv Q5)",
+                    (_WORKFLOW, _k(), _measure("accuracy")),
+                    ("training", "value", "hyperparameters"), build=D.d5, pair_columns=hp),
+        CannedQuery("d6", "Learning-rate adaptations of the best training: epoch, technique, new "
+                    "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy")),
+                    ("training", "epoch", "technique", "new_value"), build=D.d6),
+        CannedQuery("d7", "The filter applied when a hyperparameter had a value (DNNProv Q7)",
+                    (_WORKFLOW, _p("hyperparameter", "str", help="hyperparameter name"),
+                     _p("value", "scalar", help="its value, e.g. 0.4")),
+                    ("training", "filter"), build=D.d7),
+        CannedQuery("d8", "Filter and number of epochs of the best and the worst trainings "
+                    "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy")),
+                    ("training", "rank", "filter", "epochs"), build=D.d8),
+        CannedQuery("p1", "Elapsed time and training loss of the latest epoch per hyperparameter "
+                    "combination (ProvLight)", (_WORKFLOW,),
+                    ("training", "hyperparameters", "epoch", "seconds", "loss"), build=D.p1,
+                    pair_columns=hp),
+        CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
+                    (_WORKFLOW, _k(), _measure("accuracy")),
+                    ("training", "value", "hyperparameters"), build=D.p2, pair_columns=hp),
+    ]
+
+
+@cache
+def _catalog() -> dict[str, CannedQuery]:
+    from provkg.queries.rq import rq_queries
+
+    queries = [*_builder_queries(), *rq_queries()]
+    return {q.name: q for q in queries}
+
+
+def canned_queries() -> list[CannedQuery]:
+    """Every canned query, in catalog order (q*, d*, p*, s*)."""
+    return list(_catalog().values())
+
+
+def get_query(name: str) -> CannedQuery:
+    """The canned query called ``name``.
+
+    Raises:
+        UnknownQuery: listing the names that exist.
+    """
+    try:
+        return _catalog()[name]
+    except KeyError:
+        raise UnknownQuery(
+            f"no canned query named {name!r}; known: {', '.join(_catalog())}") from None
+
+
+def render(name: str, params: dict[str, object], *, schema: str = "typed",
+           base: str = DEFAULT_BASE) -> str:
+    """The SPARQL of canned query ``name`` for ``params`` (see :meth:`CannedQuery.render`)."""
+    return get_query(name).render(params, schema=schema, base=base)

@@ -1,0 +1,153 @@
+"""DNNProv's hyperparameter-analysis queries (Table 1 of Pina et al., ``d1``-``d8``) and
+ProvLight's federated-learning queries (``p1``, ``p2``), built from query parts.
+
+Same calling convention as :mod:`provkg.queries.lifecycle`. "The best training" is the one
+whose model has the best value of ``measure`` (an evaluation measure the training
+generated), in the measure's natural direction.
+"""
+
+from __future__ import annotations
+
+from provkg.queries import parts as P
+from provkg.queries.builder import optional, seconds_between, select, subquery
+from provkg.queries.lifecycle import lower_is_better
+from provkg.queries.pairs import concat_pairs
+from provkg.queries.params import values_block
+from provkg.term import literal
+
+__all__ = ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "p1", "p2"]
+
+
+def _seconds(begin: str, end: str) -> str:
+    return f"xsd:double({seconds_between(begin, end)})"
+
+
+def _trainings(t: dict[str, str], schema: str, *names: str) -> list[str | P.Part]:
+    """Training stages ``?training`` of the workflow ``t["workflow"]`` (anchored by VALUES)."""
+    bound = {"wf": t["workflow"], **{n: t[n] for n in names}}
+    return [values_block(bound), P.workflow_tasks("?wf", "?training"),
+            P.stage("?training", "training", schema)]
+
+
+def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
+    """Trainings of the workflow with their value ``?value`` of ``measure``."""
+    return [*_trainings(t, schema, "measure"),
+            P.model_evaluation("?training", "?m", "?value", schema, name="?measure")]
+
+
+def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:
+    """The best training(s) of the workflow by ``measure`` (ties: all of them)."""
+    agg = "MIN" if lower_is_better(str(v["measure"])) else "MAX"
+    return [subquery([f"({agg}(?value) AS ?best)"], _measured(t, schema)),
+            *_measured(t, schema), "FILTER(?value = ?best)"]
+
+
+def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
+    """``?hyperparameters`` of each training of the workflow (encoded pairs)."""
+    return optional(subquery(
+        ["?training", f"({concat_pairs('?name', '?hv')} AS ?hyperparameters)"],
+        [*_trainings(t, schema), P.hyperparameters("?training", "?name", "?hv", schema)],
+        group_by=["?training"]))
+
+
+def d1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    where = [values_block({"training": t["training"], "epoch": t["epoch"], "measure": t["measure"]}),
+             P.stage("?training", "training", schema),
+             P.section("?ep", "?training", "training", schema), "?ep provkg:index ?epoch .",
+             P.model_evaluation("?ep", "?m", "?value", schema, name="?measure")]
+    return select(["?value"], where, order_by=["?value"])
+
+
+def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    layer = P.Part("model schema", P.role_value("?layer", "model_schema", schema, name="?name",
+                                                 with_value="?value"))
+    where = [values_block({"model": t["model"]}), "?model prov:wasGeneratedBy ?task .",
+             "{ ?task prov:used ?layer . } UNION { ?layer prov:wasGeneratedBy ?task . }", layer]
+    return select(["?name", "?value"], where, distinct=True, order_by=["?name"])
+
+
+def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    where = [values_block({"training": t["training"], "measure": t["measure"]}),
+             P.stage("?training", "training", schema),
+             P.section("?ep", "?training", "training", schema), "?ep provkg:index ?epoch .",
+             "?ep prov:startedAtTime ?begin .", "?ep prov:endedAtTime ?end .",
+             optional(P.model_evaluation("?ep", "?m", "?loss", schema, name="?measure"))]
+    return select(["?epoch", f"({_seconds('?begin', '?end')} AS ?seconds)", "?loss"], where,
+                  order_by=["?epoch"])
+
+
+def d4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    where = [*_best(t, v, schema),
+             optional(P.hyperparameters("?training", literal("learning_rate"),
+                                        "?learning_rate", schema))]
+    return select(["?training", "?learning_rate", "?value"], where, distinct=True,
+                  order_by=["STR(?training)"])
+
+
+def _top(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    direction = "ASC" if lower_is_better(str(v["measure"])) else "DESC"
+    order = [f"{direction}(?value)", "STR(?training)"]
+    top = subquery(["?training", "?value"], _measured(t, schema), order_by=order,
+                   limit=int(v["k"]))  # type: ignore[call-overload]
+    return select(["?training", "?value", "?hyperparameters"],
+                  [top, _hyperparameter_pairs(t, schema)], order_by=order)
+
+
+d5 = _top
+p2 = _top
+
+
+def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    new = P.Part("new value", ("?new prov:wasGeneratedBy ?adapt",
+                               *P.role_value("?new", "hyperparameter", schema,
+                                              name=literal("learning_rate"),
+                                              with_value="?new_value")))
+    where = [*_best(t, v, schema),
+             "?adapt prov:wasInformedBy ?training .", P.stage("?adapt", "adaptation", schema),
+             "?adapt provkg:index ?epoch .", new,
+             optional(P.named_value("?adapt", "?tq", "?technique", literal("technique"), used=True))]
+    return select(["?training", "?epoch", "?technique", "?new_value"], where, distinct=True,
+                  order_by=["STR(?training)", "?epoch"])
+
+
+def _filter(training: str) -> str:
+    return optional(P.named_value(training, "?f", "?filter", literal("filter"), used=True))
+
+
+def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    where = [*_trainings(t, schema, "hyperparameter", "value"),
+             P.hyperparameters("?training", "?hyperparameter", "?hv", schema),
+             "FILTER(?hv = ?value)", _filter("?training")]
+    return select(["?training", "?filter"], where, distinct=True, order_by=["STR(?training)"])
+
+
+def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    low = lower_is_better(str(v["measure"]))
+    best, worst = ("MIN", "MAX") if low else ("MAX", "MIN")
+    epochs = subquery(["?training", "(COUNT(DISTINCT ?ep) AS ?n_epochs)"],
+                      [*_trainings(t, schema),
+                       P.section("?ep", "?training", "training", schema)],
+                      group_by=["?training"])
+    where = [subquery([f"({best}(?value) AS ?best)", f"({worst}(?value) AS ?worst)"],
+                      _measured(t, schema)),
+             *_measured(t, schema),
+             'VALUES ?rank { "best" "worst" }',
+             'FILTER((?rank = "best" && ?value = ?best) || (?rank = "worst" && ?value = ?worst))',
+             _filter("?training"), optional(epochs),
+             "BIND(COALESCE(?n_epochs, 0) AS ?epochs)"]
+    return select(["?training", "?rank", "?filter", "?epochs"], where, distinct=True,
+                  order_by=["?rank", "STR(?training)"])
+
+
+def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
+                      [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
+                       "?e provkg:index ?i ."], group_by=["?training"])
+    where = [latest, P.section("?ep", "?training", "training", schema),
+             "?ep provkg:index ?epoch .",
+             "?ep prov:startedAtTime ?begin .", "?ep prov:endedAtTime ?end .",
+             optional(P.model_evaluation("?ep", "?l", "?loss", schema, name=literal("loss"))),
+             _hyperparameter_pairs(t, schema)]
+    return select(["?training", "?hyperparameters", "?epoch",
+                   f"({_seconds('?begin', '?end')} AS ?seconds)", "?loss"], where,
+                  order_by=["STR(?training)"])

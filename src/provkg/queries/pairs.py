@@ -1,0 +1,70 @@
+"""``name=value; name=value`` columns, identical on every store.
+
+GROUP_CONCAT has no defined order and stores print numbers differently (``0.001`` vs
+``1.0E-3``), so the query concatenates each pair as URI-encoded name, datatype and lexical
+form, and :func:`format_pairs` decodes them, formats numbers one way and sorts by name.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from provkg.vocab import XSD
+
+__all__ = ["concat_pairs", "format_pairs", "format_value"]
+
+_INTEGERS = {XSD.integer, XSD.namespace + "int", XSD.namespace + "long", XSD.namespace + "short",
+             XSD.namespace + "nonNegativeInteger", XSD.namespace + "positiveInteger"}
+_REALS = {XSD.double, XSD.decimal, XSD.namespace + "float"}
+
+
+def concat_pairs(name: str, value: str) -> str:
+    """The aggregate expression (for a SELECT projection) of the encoded pairs of a group."""
+    enc = (f'CONCAT(ENCODE_FOR_URI(STR({name})), " ", ENCODE_FOR_URI(STR(DATATYPE({value}))),'
+           f' " ", ENCODE_FOR_URI(STR({value})))')
+    return f'GROUP_CONCAT(DISTINCT {enc}; separator=",")'
+
+
+def format_value(value: object) -> str:
+    """How a value shows in a pairs column: numbers with up to 12 significant digits.
+
+    >>> format_value(0.001), format_value(3), format_value(True), format_value("adam")
+    ('0.001', '3', 'true', 'adam')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    return str(value)
+
+
+def _decode(datatype: str, lexical: str) -> object:
+    try:
+        if datatype in _INTEGERS:
+            return int(lexical)
+        if datatype in _REALS:
+            return float(lexical)
+    except ValueError:
+        return lexical
+    if datatype == XSD.boolean:
+        return lexical.strip() in ("true", "1")
+    return lexical
+
+
+def format_pairs(encoded: object) -> str:
+    """Decode a :func:`concat_pairs` result into ``name=value`` pairs joined by ``; ``,
+    sorted by name (then value).
+
+    >>> format_pairs("lr%20http%3A%2F%2Fwww.w3.org%2F2001%2FXMLSchema%23double%201.0E-3")
+    'lr=0.001'
+    """
+    if not encoded:
+        return ""
+    pairs = []
+    for item in str(encoded).split(","):
+        parts = item.split(" ")
+        if len(parts) != 3:
+            continue
+        name, datatype, lexical = (unquote(p) for p in parts)
+        pairs.append((name, format_value(_decode(datatype, lexical))))
+    return "; ".join(f"{n}={v}" for n, v in sorted(set(pairs)))

@@ -1,0 +1,203 @@
+"""Typed parameters of canned queries: parsed from text, turned into RDF terms, never pasted.
+
+Every value that reaches a query goes through :mod:`provkg.term` (``iri()`` validates,
+``literal()`` escapes) and enters the query as a ``VALUES`` row, so a hostile string can
+only ever become one well-formed term that matches nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from provkg.errors import BadParameter
+from provkg.term import iri, literal, mint_iri
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = ["REQUIRED", "Parameter", "parse_params", "values_block", "term_for"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: the default of a parameter the caller must give
+REQUIRED: Any = _Required()
+
+#: parameter type -> the form shown in errors and in ``provkg query --list``
+_FORMS = {
+    "int": "an integer such as 3",
+    "float": "a number such as 0.4",
+    "str": "a string",
+    "iri": "an absolute IRI such as https://example.org/x",
+    "data": "a captured value id or the data's location URI",
+    "task": "a captured task id (e.g. the training's id)",
+    "workflow": "a prospective workflow name",
+    "scalar": "a JSON scalar: a number, true / false, or a string",
+}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a canned query.
+
+    ``type`` is one of ``int``, ``float``, ``str``, ``iri``, ``data`` (value id or location
+    URI -> the value's minted IRI), ``task`` (task id -> its IRI), ``workflow`` (spec name ->
+    its IRI) and ``scalar`` (a number, boolean or string compared by value).
+    """
+
+    name: str
+    type: str
+    default: Any = REQUIRED
+    help: str = ""
+    minimum: int | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    @property
+    def form(self) -> str:
+        return _FORMS[self.type]
+
+    def parse(self, raw: object) -> object:
+        """The Python value of ``raw`` (text from the CLI / URL, or an already-typed value).
+
+        Raises:
+            BadParameter: naming this parameter and the expected form.
+        """
+        try:
+            value = _PARSERS[self.type](raw)
+        except (TypeError, ValueError) as exc:
+            raise BadParameter(
+                f"parameter {self.name!r}: expected {self.form}") from exc
+        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
+            raise BadParameter(f"parameter {self.name!r}: expected an integer >= {self.minimum}")
+        return value
+
+
+def _as_int(raw: object) -> int:
+    if isinstance(raw, bool):
+        raise TypeError("a boolean is not an integer")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        return int(raw.strip(), 10)
+    raise TypeError(type(raw).__name__)
+
+
+def _as_float(raw: object) -> float:
+    if isinstance(raw, bool):
+        raise TypeError("a boolean is not a number")
+    value = float(raw) if isinstance(raw, (int, float, str)) else float("nan")
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _as_str(raw: object) -> str:
+    if not isinstance(raw, str) or raw == "":
+        raise ValueError("expected a non-empty string")
+    return raw
+
+
+def _as_iri(raw: object) -> str:
+    text = _as_str(raw)
+    try:
+        iri(text)
+    except BadParameter as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
+def _as_scalar(raw: object) -> object:
+    """Numbers and booleans keep their type; text that reads as one becomes one."""
+    if isinstance(raw, (bool, int, float)):
+        return raw
+    text = _as_str(raw).strip()
+    if text in ("true", "false"):
+        return text == "true"
+    for convert in (int, float):
+        try:
+            value = convert(text)
+        except ValueError:
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            break
+        return value
+    return _as_str(raw)
+
+
+_PARSERS = {
+    "int": _as_int,
+    "float": _as_float,
+    "str": _as_str,
+    "iri": _as_iri,
+    "data": _as_str,
+    "task": _as_str,
+    "workflow": _as_str,
+    "scalar": _as_scalar,
+}
+
+
+def parse_params(parameters: tuple[Parameter, ...], given: dict[str, object], *,
+                 query: str) -> dict[str, object]:
+    """Check ``given`` against ``parameters``: unknown names refused, defaults filled in.
+
+    Raises:
+        BadParameter: an unknown or missing parameter, or a value of the wrong form.
+    """
+    known = {p.name: p for p in parameters}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        expected = ", ".join(known) or "none"
+        raise BadParameter(
+            f"query {query!r} has no parameter {unknown[0]!r}; its parameters: {expected}")
+    out: dict[str, object] = {}
+    for p in parameters:
+        if p.name in given and given[p.name] is not None:
+            out[p.name] = p.parse(given[p.name])
+        elif p.required:
+            raise BadParameter(
+                f"query {query!r} needs parameter {p.name!r} ({p.form}); "
+                f"give it as --param {p.name}=...")
+        else:
+            out[p.name] = p.default
+    return out
+
+
+def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -> str:
+    """The RDF term (N-Triples / SPARQL syntax) a parsed parameter value stands for.
+
+    >>> term_for(Parameter("model", "data"), "file:///m.pt")
+    '<https://w3id.org/provkg/id/value/file:///m.pt>'
+    >>> term_for(Parameter("measure", "str"), 'loss" } DROP ALL #')
+    '"loss\\\\" } DROP ALL #"'
+    """
+    kind = parameter.type
+    if kind == "data":
+        return iri(mint_iri("value", str(value), base=base))
+    if kind == "task":
+        return iri(mint_iri("task", str(value), base=base))
+    if kind == "workflow":
+        return iri(mint_iri("spec", str(value), base=base))
+    if kind == "iri":
+        return iri(str(value))
+    return literal(value)
+
+
+def values_block(bindings: dict[str, str]) -> str:
+    """``VALUES (?a ?b) { (t1 t2) }`` for variable -> term; empty text when no bindings.
+
+    Terms must come from :func:`term_for` (or :mod:`provkg.term`).
+
+    >>> values_block({"model": "<https://example.org/m>"})
+    'VALUES (?model) { (<https://example.org/m>) }'
+    """
+    if not bindings:
+        return ""
+    names = " ".join(f"?{name}" for name in bindings)
+    row = " ".join(bindings.values())
+    return f"VALUES ({names}) {{ ({row}) }}"

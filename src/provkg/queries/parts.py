@@ -1,0 +1,191 @@
+"""Query parts as the PROV-ML paper splits them, each rendered for both schemas.
+
+typed (PROV-ML): a class triple says what a node is (one clause).
+tagged (PROVLake): a retrospective node is qualified through its prospective node and
+that node's ``provlake:tag`` (retrospective -> prospective -> tag clauses).
+
+A part is a list of triple patterns (one clause each), so clause counts per schema come
+from the same code that writes the queries (``provkg bench clauses``). Arguments are
+variable names (``"?training"``) or terms made by :mod:`provkg.term`, never user text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from provkg.errors import BadParameter
+from provkg.term import literal
+
+__all__ = [
+    "SCHEMAS", "Part", "check_schema", "stage", "section", "hyperparameters", "model",
+    "model_evaluation", "named_value", "concept_value", "dataset", "lineage", "domain_facts",
+    "workflow_tasks", "role_value",
+]
+
+SCHEMAS = ("typed", "tagged")
+
+#: stage kind -> (typed execution class, tag of its prospective transformation)
+_STAGES = {
+    "training": ("provml:TrainingExecution", "Training"),
+    "validation": ("provml:ValidationExecution", "Validation"),
+    "evaluation": ("provml:EvaluationExecution", "Evaluation"),
+    "adaptation": ("provkg:AdaptationExecution", "Adaptation"),
+}
+#: stage kind -> (typed class of its sections, tag of their transformation)
+_SECTIONS = {
+    "training": ("provml:TrainingSectionExecution", "TrainingSection"),
+    "validation": ("provml:ValidationSectionExecution", "ValidationSection"),
+    "evaluation": ("provml:EvaluationSectionExecution", "EvaluationSection"),
+}
+#: role -> (typed value class, typed prospective class, tag)
+_ROLES = {
+    "hyperparameter": ("provml:LearningHyperparameterValue", "provml:LearningHyperparameter",
+                       "Hyperparameter"),
+    "model": ("provml:Model", "provml:ModelProspection", "Model"),
+    "model_schema": ("provml:ModelSchemaValue", "provml:ModelSchema", "ModelSchema"),
+    "evaluation_measure": ("provml:ModelEvaluation", "provml:EvaluationMeasure", "ModelEvaluation"),
+    "dataset": ("provml:LearningDataset", "provml:LearningDatasetReference", "Dataset"),
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """Triple patterns that together express one concept of a query."""
+
+    name: str
+    patterns: tuple[str, ...]
+    extra: tuple[str, ...] = ()  # FILTER / BIND lines: not counted as clauses
+
+    @property
+    def clauses(self) -> int:
+        return len(self.patterns)
+
+    def sparql(self) -> str:
+        return "\n".join([*(p + " ." for p in self.patterns), *self.extra])
+
+    def __add__(self, other: Part) -> Part:
+        return Part(self.name, self.patterns + other.patterns, self.extra + other.extra)
+
+
+def check_schema(schema: str, allowed: tuple[str, ...] = SCHEMAS) -> str:
+    if schema not in allowed:
+        raise BadParameter(f"schema: expected one of {', '.join(allowed)}, not {schema!r}")
+    return schema
+
+
+def _tagged_kind(var: str, tag: str) -> tuple[str, ...]:
+    """Retrospective -> prospective -> tag: the three clauses PROVLake needs to say a kind."""
+    spec = f"{var}_spec"
+    return (f"{var} prov:wasInfluencedBy {spec}", f"{spec} a provlake:DataTransformation",
+            f"{spec} provlake:tag {literal(tag)}")
+
+
+def stage(var: str, kind: str, schema: str) -> Part:
+    """``var`` is an execution of a training / validation / evaluation / adaptation stage."""
+    cls, tag = _STAGES[kind]
+    if schema == "typed":
+        return Part(f"{kind} stage", (f"{var} a {cls}",))
+    return Part(f"{kind} stage",
+                (f"{var} a provlake:DataTransformationExecution", *_tagged_kind(var, tag)))
+
+
+def section(var: str, parent: str, kind: str, schema: str) -> Part:
+    """``var`` is a section (epoch, batch) directly inside ``parent``, of a ``kind`` stage."""
+    cls, tag = _SECTIONS[kind]
+    head = f"{var} prov:wasInformedBy {parent}"
+    if schema == "typed":
+        return Part(f"{kind} section", (head, f"{var} a {cls}"))
+    return Part(f"{kind} section",
+                (head, f"{var} a provlake:DataTransformationExecution", *_tagged_kind(var, tag)))
+
+
+def role_value(var: str, role: str, schema: str, *, name: str | None = None,
+                with_value: str | None = None) -> tuple[str, ...]:
+    """Clauses saying ``var`` is a value of ``role`` (and optionally its name / literal)."""
+    value_cls, prosp_cls, tag = _ROLES[role]
+    attr = f"{var}_attr"
+    value = (f"{var} prov:value {with_value}",) if with_value else ()
+    label = (f"{attr} rdfs:label {name}",) if name else ()
+    if schema == "typed":
+        if not name:  # the class alone says what the value is
+            return (f"{var} a {value_cls}", *value)
+        return (f"{var} a {value_cls}", *value, f"{var} prov:wasDerivedFrom {attr}",
+                f"{attr} a {prosp_cls}", *label)
+    return (f"{var} a provlake:AttributeValue", *value, f"{var} prov:wasDerivedFrom {attr}",
+            f"{attr} a provlake:Attribute", f"{attr} provlake:tag {literal(tag)}", *label)
+
+
+def hyperparameters(stage_var: str, name: str, value: str, schema: str, *,
+                    var: str = "?hp") -> Part:
+    """The hyperparameter values ``stage_var`` used, with their names (from the prospective
+    attribute, so both schemas need that hop; tagged adds the tag)."""
+    return Part("model hyperparameters",
+                (f"{stage_var} prov:used {var}",
+                 *role_value(var, "hyperparameter", schema, name=name, with_value=value)))
+
+
+def model(stage_var: str, var: str, schema: str) -> Part:
+    """The model ``stage_var`` generated."""
+    return Part("model", (f"{var} prov:wasGeneratedBy {stage_var}",
+                          *role_value(var, "model", schema)))
+
+
+def model_evaluation(exec_var: str, var: str, value: str, schema: str, *,
+                     name: str | None = None) -> Part:
+    """Evaluation-measure values ``exec_var`` generated; ``name`` (a variable or a literal)
+    also matches the measure's name, which needs the prospective hop in both schemas."""
+    clauses = role_value(var, "evaluation_measure", schema, with_value=value)
+    if name:
+        attr = f"{var}_attr"
+        if schema == "typed":
+            clauses += (f"{var} prov:wasDerivedFrom {attr}", f"{attr} rdfs:label {name}")
+        else:
+            clauses += (f"{attr} rdfs:label {name}",)
+    return Part("model evaluation", (f"{var} prov:wasGeneratedBy {exec_var}", *clauses))
+
+
+def dataset(stage_var: str, var: str, schema: str) -> Part:
+    """The learning dataset ``stage_var`` used."""
+    return Part("dataset", (f"{stage_var} prov:used {var}", *role_value(var, "dataset", schema)))
+
+
+def named_value(task: str, var: str, value: str, name: str, *, used: bool) -> Part:
+    """The value of the attribute called ``name`` that ``task`` used (or generated); the same
+    clauses in both schemas (plain attributes carry no class and no tag)."""
+    link = f"{task} prov:used {var}" if used else f"{var} prov:wasGeneratedBy {task}"
+    return Part(f"value {name}", (link, f"{var} prov:wasDerivedFrom {var}_attr",
+                                  f"{var}_attr rdfs:label {name}", f"{var} prov:value {value}"))
+
+
+def concept_value(task: str, var: str, value: str, concept: str, *, used: bool) -> Part:
+    """The value ``task`` used (or generated) whose attribute holds domain ``concept``."""
+    link = f"{task} prov:used {var}" if used else f"{var} prov:wasGeneratedBy {task}"
+    return Part(f"value of {concept}", (link, f"{var} prov:wasDerivedFrom {var}_attr",
+                                        f"{var}_attr provlake:concept {concept}",
+                                        f"{var} prov:value {value}"))
+
+
+def lineage(start: str, ancestor: str) -> Part:
+    """``ancestor`` is ``start`` or one of the values it came from, transitively: derived
+    from, or an input of the task that generated it (the same in both schemas)."""
+    return Part("dataset lineage",
+                (f"{start} (prov:wasDerivedFrom|prov:wasGeneratedBy/prov:used)* {ancestor}",))
+
+
+def domain_facts(value: str, file: str, basin: str, field: str) -> Part:
+    """A captured value that denotes a SEG-Y file of the domain KG, its survey's basin and field
+    (as their labels, or the IRI when a resource has no label)."""
+    return Part("domain facts", (
+        f"{value} provlake:denotes {file}", f"{file} a seis:SegyFile",
+        f"{file} seis:survey {file}_survey", f"{file}_survey seis:basin {basin}_node",
+        f"{file}_survey seis:field {field}_node"),
+        extra=(f"OPTIONAL {{ {basin}_node rdfs:label {basin}_label }}",
+               f"OPTIONAL {{ {field}_node rdfs:label {field}_label }}",
+               f"BIND(COALESCE({basin}_label, STR({basin}_node)) AS {basin})",
+               f"BIND(COALESCE({field}_label, STR({field}_node)) AS {field})"))
+
+
+def workflow_tasks(wf_spec: str, task: str) -> Part:
+    """``task`` executes a transformation of the prospective workflow ``wf_spec``."""
+    return Part("workflow", (f"{task}_tr provlake:isPartOf {wf_spec}",
+                             f"{task} prov:wasInfluencedBy {task}_tr"))

@@ -1,0 +1,105 @@
+"""Canned queries kept as ``.rq`` files in ``queries/`` (shipped as ``provkg/_data/queries``).
+
+Parameter convention: a header of ``# key: value`` comment lines, then the query::
+
+    # name: s3
+    # question: Invocations per component, with their last event time
+    # schemas: sprov
+    # columns: component, invocations, last_event_time
+    # param: workflow workflow                (name, type[, default])
+    SELECT ... WHERE {
+      ...uses ?workflow...
+    }
+
+Each parameter ``p`` is the variable ``?p``; :func:`bind_rq` binds all of them with one
+``VALUES`` row (terms from :mod:`provkg.term`) placed right after the first ``WHERE {``,
+so the parameters anchor the query. Types are those of
+:class:`provkg.queries.params.Parameter`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from provkg.errors import NotFound, ProvkgError
+from provkg.queries.params import REQUIRED, Parameter, values_block
+
+if TYPE_CHECKING:
+    from provkg.queries.catalog import CannedQuery
+
+__all__ = ["queries_dir", "rq_paths", "parse_rq", "rq_queries", "bind_rq"]
+
+_HEADER = re.compile(r"^#\s*(name|question|schemas|columns|param)\s*:\s*(.*?)\s*$")
+_WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
+
+
+@cache
+def queries_dir() -> Path:
+    """The folder of canned ``.rq`` files: the repository's, else the installed wheel's."""
+    in_repo = Path(__file__).resolve().parents[3] / "queries"
+    if in_repo.is_dir():
+        return in_repo
+    packaged = Path(__file__).resolve().parents[1] / "_data" / "queries"
+    if packaged.is_dir():
+        return packaged
+    raise NotFound(f"queries folder not found: looked in {in_repo} and {packaged}")
+
+
+def rq_paths() -> list[Path]:
+    return sorted(queries_dir().glob("*.rq"))
+
+
+def _param(spec: str, *, where: str) -> Parameter:
+    fields = spec.split()
+    if len(fields) not in (2, 3):
+        raise ProvkgError(f"{where}: '# param:' expects 'name type [default]', got {spec!r}")
+    name, kind = fields[0], fields[1]
+    default: object = REQUIRED
+    if len(fields) == 3:
+        default = int(fields[2]) if kind == "int" else fields[2]
+    return Parameter(name, kind, default, minimum=1 if kind == "int" else None)
+
+
+def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
+    """A canned query from ``.rq`` text with the header described in this module."""
+    from provkg.queries.catalog import CannedQuery
+
+    head: dict[str, str] = {}
+    params: list[Parameter] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _HEADER.match(line)
+        if not m:
+            continue
+        key, value = m.groups()
+        if key == "param":
+            params.append(_param(value, where=f"{source}:{n}"))
+        else:
+            head[key] = value
+    missing = [k for k in ("name", "question", "columns") if k not in head]
+    if missing:
+        raise ProvkgError(f"{source}: header lacks '# {missing[0]}: ...'")
+    if not _WHERE.search(text):
+        raise ProvkgError(f"{source}: no 'WHERE {{' to bind parameters after")
+    return CannedQuery(
+        name=head["name"], question=head["question"], parameters=tuple(params),
+        columns=tuple(c.strip() for c in head["columns"].split(",")),
+        schemas=tuple(s.strip() for s in head.get("schemas", "typed, tagged").split(",")),
+        rq_text=text)
+
+
+def rq_queries() -> list[CannedQuery]:
+    """The canned queries of every ``.rq`` file, by file name."""
+    return [parse_rq(p.read_text(encoding="utf-8"), source=str(p)) for p in rq_paths()]
+
+
+def bind_rq(text: str, terms: dict[str, str]) -> str:
+    """``text`` with a VALUES row for ``terms`` (variable -> RDF term) after its first WHERE."""
+    block = values_block(terms)
+    if not block:
+        return text
+    m = _WHERE.search(text)
+    assert m is not None  # parse_rq checked
+    return text[:m.end()] + "\n  " + block + text[m.end():]
