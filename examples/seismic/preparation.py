@@ -131,7 +131,7 @@ def prepare(curated_path: Path, *, interpretation_path: Path, params: Preparatio
             labels = np.array([interpreted[il - first_inline, j + centre, k + centre]
                                for il, j, k in positions], dtype=np.int8)
             datasets = _split_by_inline(tiles, labels, positions, inlines, out_dir=out_dir,
-                                        params=p, derived_from=[tiles_ref, curated])
+                                        params=p)
             class_counts = np.bincount(labels[np.isin(positions[:, 0], _split_inlines(inlines)[0])],
                                        minlength=len(facies)).tolist()
             split.generate(**{f"{d.split}_set": capture.ref(d.uri, derived_from=[tiles_ref, curated])
@@ -148,8 +148,8 @@ def _split_inlines(inlines: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _split_by_inline(tiles: np.ndarray, labels: np.ndarray, positions: np.ndarray,
-                     inlines: np.ndarray, *, out_dir: Path, params: PreparationParams,
-                     derived_from: list[Any]) -> dict[str, Dataset]:
+                     inlines: np.ndarray, *, out_dir: Path,
+                     params: PreparationParams) -> dict[str, Dataset]:
     datasets = {}
     for split, block in zip(SPLITS, _split_inlines(inlines)):
         mask = np.isin(positions[:, 0], block)
