@@ -17,8 +17,8 @@ import time
 from provkg.errors import NotFound
 from provkg.mapper.terms import A, LABEL, P, PK, PL
 from provkg.store import Store, open_store
-from provkg.term import datetime_literal, id_from_iri, iri, literal, mint_iri
-from provkg.vocab import DEFAULT_BASE
+from provkg.term import datetime_literal, id_from_iri, iri, is_valid_iri, literal, mint_iri
+from provkg.vocab import DEFAULT_BASE, XSD
 
 __all__ = ["link_value", "check_links", "cmd_link", "cmd_check_links"]
 
@@ -35,9 +35,7 @@ def link_value(store: Store, value_id: str, target: str, *, agent: str | None = 
         NotFound: the store holds no value with that id.
     """
     target_term = iri(target)
-    value = iri(mint_iri("value", value_id, base=base))
-    if not store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
-        raise NotFound(f"no captured value with id or location {value_id!r} in the store")
+    value = _find_value(store, value_id, base=base)
     who = agent or os.environ.get("USER") or getpass.getuser()
     at = time.time() if when is None else when
     stamp = datetime_literal(at)
@@ -50,6 +48,19 @@ def link_value(store: Store, value_id: str, target: str, *, agent: str | None = 
         (person, A, P.Agent), (person, LABEL, literal(who)),
     ])
     return assertion
+
+
+def _find_value(store: Store, value_id: str, *, base: str) -> str:
+    """The term of the captured value with this id, or else with this location."""
+    value = iri(mint_iri("value", value_id, base=base))
+    if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
+        return value
+    if is_valid_iri(value_id):  # a value captured with both an id and a location
+        rows = store.select(f"SELECT ?v WHERE {{ ?v {PL.location} {literal(value_id, XSD.anyURI)} }} "
+                            "ORDER BY ?v LIMIT 1").rows
+        if rows:
+            return iri(str(rows[0][0]))
+    raise NotFound(f"no captured value with id or location {value_id!r} in the store")
 
 
 def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, str]]:

@@ -1,0 +1,155 @@
+"""``provkg ingest`` of files and spool folders, ``provkg link`` and ``provkg check-links``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+
+from mapper_support import SPEC_YAML, WORKFLOW, lifecycle_events, lifecycle_spec
+from provkg import capture
+from provkg.cli import main
+from provkg.errors import BadEvent, BadParameter, NotFound
+from provkg.service.ingest import check_links, ingest_events, ingest_paths, link_value
+from provkg.store import Store, open_store
+from provkg.vocab import PREFIXES
+
+PREFIX = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
+
+
+def _jsonl(events: list[dict]) -> bytes:
+    return b"".join(orjson.dumps(e) + b"\n" for e in events)
+
+
+def _reference_count(events: list[dict]) -> int:
+    with open_store("memory:") as ref:
+        ingest_events(ref, events, specs=[lifecycle_spec()])
+        return ref.count()
+
+
+def test_jsonl_gz_zst_and_batch_lines_stream_into_the_store(tmp_path: Path) -> None:
+    events = lifecycle_events()
+    third = len(events) // 3
+    (tmp_path / "a.jsonl").write_bytes(_jsonl(events[:third]))
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(_jsonl(events[third:2 * third])))
+    rest = events[2 * third:]
+    batch_line = orjson.dumps({"format": "provkg.events/1", "events": rest[:5]}) + b"\n"
+    (tmp_path / "c.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(batch_line + _jsonl(rest[5:])))
+    with open_store("memory:") as store:
+        report = ingest_paths(store, [tmp_path], specs=[lifecycle_spec()], progress=False, chunk=7)
+        assert (report.files, report.events, report.warnings) == (3, len(events), [])
+        n = store.count()
+        assert n == _reference_count(events)
+        again = ingest_paths(store, [tmp_path / "c.jsonl.zst", tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"],
+                             specs=[lifecycle_spec()], progress=False)
+        assert again.events == len(events) and store.count() == n
+
+
+def test_a_capture_spool_folder_is_ingested_without_its_rejected_batches(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    events = lifecycle_events(trainings=1)
+    (spool / "run-1").mkdir(parents=True)
+    (spool / "rejected").mkdir()
+    (spool / "run-1" / "0001-1.jsonl").write_bytes(_jsonl(events[:10]))
+    # the last segment ends with a torn write
+    (spool / "run-1" / "0002-2.jsonl").write_bytes(_jsonl(events[10:]) + b'{"type": "ta')
+    (spool / "rejected" / "run-1-9.jsonl").write_bytes(b"not even json\n")
+    with open_store("memory:") as store:
+        report = ingest_paths(store, [spool], specs=[lifecycle_spec()], progress=False)
+        assert report.events == len(events) and report.files == 2
+        assert len(report.warnings) == 1 and "0002-2.jsonl:" in report.warnings[0]
+        assert "torn" in report.warnings[0]
+        assert store.count() == _reference_count(events)
+
+
+def test_files_the_capture_library_wrote_are_ingested(tmp_path: Path) -> None:
+    with capture.workflow(WORKFLOW, sink=f"file:{tmp_path / 'events'}", run_id="r") as wf:
+        with wf.task("training", used={"learning_rate": 0.5}) as t:
+            t.generate(loss=0.25)
+    with open_store("memory:") as store:
+        report = ingest_paths(store, [tmp_path / "events"], specs=[lifecycle_spec()], progress=False)
+        assert report.events == 4 and report.warnings == []
+        rows = store.select(PREFIX + "SELECT ?v WHERE { ?x a provml:ModelEvaluation ; prov:value ?v }").rows
+        assert rows == [[0.25]]
+
+
+def test_bad_lines_name_file_line_and_field(tmp_path: Path) -> None:
+    events = lifecycle_events(trainings=1)
+    bad = dict(events[1], time="yesterday")
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(_jsonl(events[:1] + [bad] + events[2:]))
+    with open_store("memory:") as store:
+        with pytest.raises(BadEvent, match=r"bad\.jsonl:2: time"):
+            ingest_paths(store, [path], progress=False)
+    path.write_bytes(_jsonl(events[:1]) + b"{broken\n" + _jsonl(events[1:]))
+    with open_store("memory:") as store:
+        with pytest.raises(BadEvent, match=r"bad\.jsonl:2: not JSON"):
+            ingest_paths(store, [path], progress=False)
+    with open_store("memory:") as store:
+        with pytest.raises(NotFound):
+            ingest_paths(store, [tmp_path / "missing"], progress=False)
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(NotFound, match="no event files"):
+            ingest_paths(store, [tmp_path / "empty"], progress=False)
+
+
+def test_cli_ingest_link_and_check_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ev.jsonl").write_bytes(_jsonl(lifecycle_events(trainings=1)))
+    (tmp_path / "spec.yaml").write_text(SPEC_YAML)
+    db = f"oxigraph:{tmp_path / 'db'}"
+    args = ["ingest", str(tmp_path / "ev.jsonl"), "--spec", str(tmp_path / "spec.yaml"), "--store", db]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"{len(lifecycle_events(trainings=1))} events ->" in out
+    with open_store(db) as store:
+        n = store.count()
+    assert main(args) == 0 and "events" in capsys.readouterr().out
+    with open_store(db) as store:
+        assert store.count() == n
+    # the captured train set denotes a survey no loaded graph describes
+    assert main(["check-links", "--store", db]) == 1
+    assert capsys.readouterr().out.splitlines() == ["file:///lake/train.h5\thttps://example.org/kg/survey-7"]
+    assert main(["link", "model-0", "https://example.org/kg/field-3", "--agent", "carol", "--store", db]) == 0
+    assert "recorded as" in capsys.readouterr().out
+    kg = tmp_path / "kg.nt"
+    kg.write_text("<https://example.org/kg/survey-7> <http://www.w3.org/2000/01/rdf-schema#label> \"S7\" .\n")
+    with open_store(db) as store:
+        store.load_file(kg)
+        assert check_links(store) == [("model-0", "https://example.org/kg/field-3")]
+    assert main(["link", "nope", "https://example.org/kg/x", "--store", db]) == 1
+    assert "no captured value" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "ev.jsonl"), "--spec", str(tmp_path / "nope.yaml"), "--store", db]) == 1
+
+
+def test_link_value_is_recorded_with_who_and_when(embedded_store: Store) -> None:
+    ingest_events(embedded_store, lifecycle_events(trainings=1), specs=[lifecycle_spec()])
+    assertion = link_value(embedded_store, "file:///lake/model-0.pt", "https://example.org/kg/well-9",
+                           agent="dana", when=1_700_000_000.5)
+    rows = embedded_store.select(PREFIX + f"""SELECT ?v ?who ?at WHERE {{
+        <{assertion}> a provkg:LinkAssertion ; provkg:linkedValue ?v ;
+            provkg:linkedTo <https://example.org/kg/well-9> ; provkg:assertedBy/rdfs:label ?who ;
+            provkg:assertedAt ?at .
+        ?v provlake:denotes <https://example.org/kg/well-9> }}""").rows
+    assert len(rows) == 1 and rows[0][:2] == ["https://w3id.org/provkg/id/value/model-0", "dana"]
+    assert str(rows[0][2]).startswith("2023-11-14T22:13:20.5")
+    with pytest.raises(BadParameter):
+        link_value(embedded_store, "model-0", "not an iri")
+    with pytest.raises(NotFound):
+        link_value(embedded_store, "never-captured", "https://example.org/kg/x")
+
+
+def test_the_spec_file_and_events_agree_with_json_specs(tmp_path: Path) -> None:
+    import yaml
+
+    spec_json = tmp_path / "spec.json"
+    spec_json.write_text(json.dumps(yaml.safe_load(SPEC_YAML)))
+    (tmp_path / "ev.jsonl").write_bytes(_jsonl(lifecycle_events(trainings=1)))
+    db = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(tmp_path / "ev.jsonl"), "--spec", str(spec_json), "--store", db,
+                 "--schema", "tagged"]) == 0
+    with open_store(db) as store:
+        assert store.ask(PREFIX + 'ASK { ?t provlake:tag "TrainingSection" }')
