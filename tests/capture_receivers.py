@@ -159,6 +159,9 @@ class MqttSubscriber:
         def on_subscribe(client, userdata, mid, reasons, properties):
             self._subscribed.set()
 
+        def on_disconnect(client, userdata, flags, reason, properties):
+            self._subscribed.clear()
+
         def on_message(client, userdata, message):
             self.topics.add(message.topic)
             try:
@@ -170,11 +173,16 @@ class MqttSubscriber:
 
         self._client.on_connect = on_connect
         self._client.on_subscribe = on_subscribe
+        self._client.on_disconnect = on_disconnect
         self._client.on_message = on_message
         self._client.connect(host, port)
         self._client.loop_start()
         if not self._subscribed.wait(10):
             raise RuntimeError("subscriber did not subscribe")
+
+    def wait_subscribed(self, timeout: float = 10.0) -> bool:
+        """After a broker restart: wait until the subscription is back."""
+        return self._subscribed.wait(timeout)
 
     def close(self) -> None:
         self._client.disconnect()

@@ -327,14 +327,19 @@ class Task:
                 event["transformation"] = self.transformation = _name(self.transformation,
                                                                       "transformation")
             if self.parent is not None:
-                event["parent"] = self.parent if type(self.parent) is str else _task_id(self.parent)
+                parent = self.parent if type(self.parent) is str else _task_id(self.parent)
+                if parent:
+                    event["parent"] = parent
             if self.index is not None:
                 if type(self.index) is int:
                     event["index"] = self.index
                 else:
                     report_once(("index", type(self.index)), "task index must be an int; ignored")
             if self.dependencies is not None:
-                event["dependencies"] = [d if type(d) is str else _task_id(d) for d in self.dependencies]
+                dependencies = [i for i in (d if type(d) is str else _task_id(d)
+                                            for d in self.dependencies) if i]
+                if dependencies:
+                    event["dependencies"] = dependencies
             event["used"], self._used = self._used, {}
             wf._emit(event)
         except Exception as exc:
@@ -416,11 +421,13 @@ class Task:
 # -- small helpers --------------------------------------------------------------------
 
 
-def _task_id(task: object) -> str:
+def _task_id(task: object) -> str | None:
     task_id = getattr(task, "id", None)
-    if isinstance(task_id, str):
+    if isinstance(task_id, str) and task_id:
         return task_id
-    raise TypeError(f"expected a Task or a task id (str), got {type(task).__name__}")
+    report_once(("task-ref", type(task)), f"parent / dependencies take Tasks or task ids (str), "
+                f"not {type(task).__name__}; ignored")
+    return None
 
 
 def _all_str_keys(values: Mapping[Any, Any]) -> bool:

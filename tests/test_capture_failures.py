@@ -1,0 +1,154 @@
+"""Exception discipline: provenance failures never reach user code; user exceptions always do."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from provkg import capture
+from provkg.capture.report import reported_causes
+from provkg.capture.spool import read_segment, spool_segments
+from provkg.events import parse_event
+
+
+class ExplodingSink:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def send(self, events):
+        self.calls += 1
+        raise RuntimeError("disk on fire")
+
+    def close(self):
+        raise OSError("close failed too")
+
+
+class StuckSink:
+    """Hangs until released, then takes the batch."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.received: set[tuple[str, str]] = set()
+
+    def send(self, events):
+        self.release.wait(30)
+        self.received.update((e["id"], e["event"]) for e in events)
+
+    def close(self):
+        pass
+
+
+def test_a_raising_sink_never_reaches_user_code_and_events_are_spooled(tmp_path, caplog):
+    sink = ExplodingSink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("fire", sink=sink, spool=tmp_path / "spool", flush_timeout=1) as wf:
+            for i in range(100):
+                with wf.task("step", index=i) as task:
+                    task.generate(x=i)
+    assert sink.calls >= 1
+    events = [e for seg in spool_segments(tmp_path / "spool") for e in read_segment(seg)]
+    assert len(events) == 2 + 2 * 100 and {e["id"] for e in events} >= {wf.id}
+    assert caplog.text.count("disk on fire") == 1  # logged once per cause, not per batch
+    assert "close failed too" in caplog.text
+
+
+def test_a_stuck_sink_delays_end_at_most_flush_timeout_and_loses_nothing(tmp_path):
+    sink = StuckSink()
+    started = time.perf_counter()
+    wf = capture.workflow("stuck", sink=sink, spool=tmp_path / "spool", flush_timeout=0.5, linger=0.01)
+    with wf:
+        for i in range(500):
+            wf.task("step", index=i).end()
+    took = time.perf_counter() - started
+    spooled = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
+               for e in read_segment(seg)}
+    sink.release.set()
+    assert took < 3.0
+    # the batch held by the stuck sink is spooled too (a duplicate if the sink delivers it later)
+    assert len(spooled) == 2 + 2 * 500
+
+
+def test_unwritable_spool_and_dead_sink_still_never_raise(tmp_path, caplog):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the spool directory should be")
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("nowhere", sink=ExplodingSink(), spool=blocker, flush_timeout=1) as wf:
+            for i in range(50):
+                wf.task("step", index=i, used={"i": i}).end()
+    assert "cannot write the spool" in caplog.text and "dropped" in caplog.text
+    assert wf.emitter.spool.dropped_events == 2 + 2 * 50
+    assert wf.status == "finished"
+
+
+def test_full_spool_drops_and_says_so(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("full", sink=ExplodingSink(), spool=tmp_path / "spool",
+                              max_spool_bytes=2_000, flush_timeout=1) as wf:
+            for i in range(200):
+                wf.task("step", index=i).end()
+    spool = wf.emitter.spool
+    assert "is full" in caplog.text
+    assert spool.dropped_events > 0 and spool.spooled_events + spool.dropped_events == 2 + 2 * 200
+    assert sum(p.stat().st_size for p in spool_segments(tmp_path / "spool")) <= 2_000
+
+
+def test_bad_sink_url_is_logged_and_events_are_spooled(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("bad-url", sink="ftp://example.org/x", spool=tmp_path / "s",
+                              flush_timeout=1) as wf:
+            wf.task("t").end()
+    assert "cannot open the sink" in caplog.text and "unknown sink" in caplog.text
+    assert len([e for seg in spool_segments(tmp_path / "s") for e in read_segment(seg)]) == 4
+
+
+def test_full_queue_spills_to_the_spool_without_blocking(tmp_path):
+    sink = StuckSink()
+    wf = capture.workflow("spill", sink=sink, spool=tmp_path / "spool", max_queue=1_000,
+                          flush_timeout=0.5)
+    started = time.perf_counter()
+    with wf:
+        for i in range(10_000):
+            wf.task("step", index=i).end()
+        loop = time.perf_counter() - started
+        assert len(wf.emitter._queue) <= 1_000  # bounded memory
+    spooled_at_exit = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
+                       for e in read_segment(seg)}
+    assert len(spooled_at_exit) == 2 + 2 * 10_000  # incl. the batch the stuck sink held at exit
+    sink.release.set()
+    wf.emitter._thread.join(5)  # the abandoned thread finishes its send, deletes what it delivered
+    spooled = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
+               for e in read_segment(seg)}
+    assert spooled | sink.received == spooled_at_exit  # nothing lost either way
+    assert loop < 3.0
+    assert wf.emitter.spool.dropped_events == 0
+
+
+def test_broken_values_and_arguments_never_raise(tmp_path):
+    class Evil:
+        def tolist(self):
+            raise RuntimeError("cannot")
+        size = 1
+        shape = (1,)
+
+    class BadStr(Exception):
+        def __str__(self):
+            raise RuntimeError("no message for you")
+
+    sink = capture.MemorySink()
+    with pytest.raises(BadStr):
+        with capture.workflow(None, sink=sink, run_id=123, agent=7) as wf:  # type: ignore[arg-type]
+            task = wf.task(42, index="three", used=[1, 2], dependencies=[object()])  # type: ignore[arg-type]
+            with task:
+                task.generate(evil=Evil(), **{"": 1})
+                raise BadStr()
+    assert wf.status == "failed"
+    kinds = [(e["type"], e["event"]) for e in sink.events]
+    assert kinds == [("workflow", "begin"), ("task", "begin"), ("task", "end"), ("workflow", "end")]
+    for event in sink.events:
+        parse_event(event)  # repaired, not dropped: still valid wire format
+    assert sink.events[2]["message"] == "BadStr" and sink.events[1]["transformation"] == "42"
+    assert "index" not in sink.events[1] and "dependencies" not in sink.events[1]
+    assert reported_causes()
