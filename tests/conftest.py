@@ -1,8 +1,9 @@
 """Shared fixtures: ``store`` runs a test against every backend provkg supports.
 
 ``store`` is parametrized over embedded Oxigraph on disk and in memory, rdflib, a real
-Oxigraph server and a real Virtuoso (both started once per session on free loopback
-ports and stopped at the end). Every test gets an empty store.
+Oxigraph server and a real Virtuoso. The servers are started once per session on free
+loopback ports (``oxigraph_server``, ``virtuoso_server``) and stopped at the end; every
+test gets an empty store (server stores are cleared before and after each test).
 """
 
 from __future__ import annotations
@@ -12,20 +13,66 @@ from collections.abc import Iterator
 import pytest
 
 from provkg.store import Store, open_store
+from provkg.store.launch import OxigraphServer, VirtuosoServer
 
 #: backend ids of the ``store`` fixture, in the order tests run
-BACKENDS = ["oxigraph", "memory"]
+BACKENDS = ["oxigraph", "memory", "rdflib", "oxigraph-server", "virtuoso"]
+#: the backends that run in-process (fast; no server needed)
+EMBEDDED_BACKENDS = ["oxigraph", "memory", "rdflib"]
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OxigraphServer]:
+    """A real ``oxigraph serve`` on 127.0.0.1, for the whole session."""
+    with OxigraphServer(tmp_path_factory.mktemp("oxigraph-server") / "db") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VirtuosoServer]:
+    """A real private Virtuoso on 127.0.0.1, for the whole session.
+
+    Its ``bulk_dirs`` folder (``virtuoso_server.bulk_dirs[0]``) may hold files for
+    :meth:`VirtuosoServer.bulk_load`.
+    """
+    root = tmp_path_factory.mktemp("virtuoso")
+    bulk = root / "bulk"
+    bulk.mkdir()
+    with VirtuosoServer(root / "db", bulk_dirs=(bulk,)) as server:
+        yield server
+
+
+def _open(backend: str, request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> Store:
+    if backend == "oxigraph":
+        return open_store(f"oxigraph:{tmp_path_factory.mktemp('oxigraph') / 'db'}")
+    if backend in ("memory", "rdflib"):
+        return open_store(f"{backend}:")
+    server_fixture = {"oxigraph-server": "oxigraph_server", "virtuoso": "virtuoso_server"}[backend]
+    server = request.getfixturevalue(server_fixture)
+    store = open_store(server.store_url)
+    store.clear()
+    return store
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """An empty store of each backend in turn."""
-    backend = request.param
-    if backend == "oxigraph":
-        url = f"oxigraph:{tmp_path_factory.mktemp('oxigraph') / 'db'}"
-    else:
-        url = "memory:"
-    s = open_store(url)
+    """An empty store of each backend in turn (ids: ``BACKENDS``)."""
+    s = _open(request.param, request, tmp_path_factory)
+    try:
+        yield s
+    finally:
+        s.close()
+        if request.param in ("oxigraph-server", "virtuoso"):  # leave the server empty
+            with open_store(s.url) as again:
+                again.clear()
+
+
+@pytest.fixture(params=EMBEDDED_BACKENDS)
+def embedded_store(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """An empty in-process store of each embedded backend (for tests that need no server)."""
+    s = _open(request.param, request, tmp_path_factory)
     try:
         yield s
     finally:

@@ -9,21 +9,24 @@ rows are plain Python (see :func:`python_value`).
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from provkg.errors import BadParameter, QuerySyntaxError
-from provkg.term import Triple, escape_string
+from provkg.errors import BadParameter, QuerySyntaxError, QueryTimeout
+from provkg.term import Triple, escape_string, literal
 from provkg.vocab import XSD
 
 __all__ = [
     "Store", "Rows", "python_value", "ntriples_term", "rdf_format_of", "syntax_error",
-    "ntriples_bytes", "RDF_FORMATS",
+    "ntriples_bytes", "RDF_FORMATS", "run_with_timeout",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -185,12 +188,22 @@ def ntriples_term(kind: str, value: str, datatype: str | None = None,
         return f"<{value}>"
     if kind == "bnode":
         return f"_:{value}"
+    if datatype == XSD.double:  # one lexical form per value, as provkg.term writes it
+        value = _canonical_double(value)
     text = f'"{escape_string(value)}"'
     if language:
         return f"{text}@{language}"
     if datatype and datatype != XSD.string:
         return f"{text}^^<{datatype}>"
     return text
+
+
+def _canonical_double(lexical: str) -> str:
+    try:
+        x = float(_SPECIAL_FLOATS.get(lexical.strip(), lexical))
+    except ValueError:
+        return lexical
+    return literal(x).split('"')[1] if x == x and abs(x) != float("inf") else lexical.strip()
 
 
 def ntriples_bytes(triples: Iterable[Triple], graph: str | None = None) -> tuple[bytes, int]:
@@ -265,5 +278,19 @@ def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:
     return QuerySyntaxError(text, line=line, column=column)
 
 
-def first_value(rows: Rows) -> Any:
-    return rows.rows[0][0] if rows.rows else None
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def run_with_timeout(run: Callable[[], T], timeout: float | None) -> T:
+    """Run ``run`` with a time limit. Embedded engines cannot interrupt a query: past the
+    limit the caller gets :class:`QueryTimeout` while the query finishes in the background."""
+    global _pool
+    if timeout is None:
+        return run()
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="provkg-query")
+    future = _pool.submit(run)
+    try:
+        return future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise QueryTimeout(f"the query ran past {timeout:g} s") from None

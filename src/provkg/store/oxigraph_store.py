@@ -8,16 +8,14 @@ Queries run with ``use_default_graph_as_union`` so they see every graph.
 
 from __future__ import annotations
 
-import concurrent.futures
 import gzip
 import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
 
 import pyoxigraph as ox
 
-from provkg.errors import NotFound, QueryTimeout, StoreError, StoreUnavailable
+from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
@@ -25,14 +23,13 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_format_of,
+    run_with_timeout,
     syntax_error,
 )
 from provkg.store.progress import counting_reader
 from provkg.term import Triple
 
 __all__ = ["OxigraphStore"]
-
-T = TypeVar("T")
 
 #: triples serialized per bulk_load call: large enough to amortize the call, small
 #: enough to keep memory flat for millions of triples
@@ -121,7 +118,7 @@ class OxigraphStore(Store):
             columns = [v.value for v in solutions.variables]
             return Rows(columns, [[_python(s[c]) for c in columns] for s in solutions])
 
-        return _with_timeout(run, timeout)
+        return run_with_timeout(run, timeout)
 
     def ask(self, query: str) -> bool:
         answer = self._query(query)
@@ -141,7 +138,10 @@ class OxigraphStore(Store):
         return sum(1 for _ in self._store.quads_for_pattern(None, None, None, ox.NamedNode(graph)))
 
     def graphs(self) -> list[str]:
-        return sorted(g.value for g in self._store.named_graphs() if isinstance(g, ox.NamedNode))
+        self._check_open()
+        return sorted(g.value for g in self._store.named_graphs()
+                      if isinstance(g, ox.NamedNode)  # only graphs holding data (CLEAR keeps them)
+                      and next(iter(self._store.quads_for_pattern(None, None, None, g)), None))
 
     def close(self) -> None:
         store, self._store = getattr(self, "_store", None), None
@@ -165,8 +165,9 @@ class OxigraphStore(Store):
         try:
             action()
         except SyntaxError as exc:
-            raise syntax_error(str(exc), what=f"RDF in {what}" if what != "SPARQL update"
-                               else "SPARQL") from exc
+            if what == "SPARQL update":
+                raise syntax_error(str(exc)) from exc
+            raise StoreError(f"{what} is not valid RDF: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
 
@@ -191,21 +192,3 @@ def _nt(term: object) -> str:
     if isinstance(term, ox.BlankNode):
         return ntriples_term("bnode", term.value)
     return ntriples_term("uri", term.value)  # type: ignore[attr-defined]
-
-
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-def _with_timeout(run: Callable[[], T], timeout: float | None) -> T:
-    """Run ``run`` with a time limit. pyoxigraph cannot interrupt a query: past the
-    limit the caller gets :class:`QueryTimeout` while the query finishes in the background."""
-    global _pool
-    if timeout is None:
-        return run()
-    if _pool is None:
-        _pool = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="provkg-query")
-    future = _pool.submit(run)
-    try:
-        return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        raise QueryTimeout(f"the query ran past {timeout:g} s") from None

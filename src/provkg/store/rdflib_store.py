@@ -1,0 +1,241 @@
+"""rdflib in memory: a ``Dataset`` whose queries see the union of all graphs.
+
+Small graphs only: rdflib loads about 34,000 triples/s and its SPARQL engine orders
+patterns naively (see RECIPES.md). Data goes in through rdflib's N-Triples /
+N-Quads parsers, so terms are read exactly as the other backends read them.
+
+rdflib 7.6 warns about its own deprecated names from inside its SPARQL engine
+(``Dataset.default_context``, ``Dataset.contexts``); those warnings are silenced
+around rdflib calls only, since provkg cannot fix them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import rdflib.plugins.sparql as rdflib_sparql
+from pyparsing import ParseBaseException
+from rdflib import BNode, Dataset, Graph, Literal, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+
+from provkg.errors import NotFound, StoreError, StoreUnavailable
+from provkg.store.base import (
+    Rows,
+    Store,
+    ntriples_bytes,
+    ntriples_term,
+    python_value,
+    rdf_format_of,
+    run_with_timeout,
+    syntax_error,
+)
+from provkg.store.progress import counting_reader
+from provkg.term import Triple
+
+__all__ = ["RdflibStore"]
+
+_FORMATS = {"turtle": "turtle", "ntriples": "nt", "nquads": "nquads", "rdfxml": "xml",
+            "trig": "trig"}
+
+# rdflib reads the union switch from a module global; updates need it off (with it on,
+# INSERT DATA into the default graph fails in rdflib 7.6), queries need it on
+_union_lock = threading.Lock()
+
+
+@contextmanager
+def _rdflib_call(*, union: bool = True) -> Iterator[None]:
+    with _union_lock, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Dataset\.\w+ is deprecated", DeprecationWarning)
+        rdflib_sparql.SPARQL_DEFAULT_GRAPH_UNION = union
+        try:
+            yield
+        finally:
+            rdflib_sparql.SPARQL_DEFAULT_GRAPH_UNION = True
+
+
+class RdflibStore(Store):
+    """rdflib ``Dataset`` in memory.
+
+    >>> store = RdflibStore()
+    >>> store.add([("<http://ex.org/a>", "<http://ex.org/p>", '"x"')], graph="http://ex.org/g")
+    1
+    >>> store.ask('ASK { ?s ?p "x" }'), store.graphs()
+    (True, ['http://ex.org/g'])
+    """
+
+    def __init__(self, *, url: str = "rdflib:"):
+        self.url = url
+        self._ds: Dataset | None = Dataset(default_union=True)
+
+    # -- writing ---------------------------------------------------------------
+
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+        data, n = ntriples_bytes(triples)
+        if n:
+            self._parse(lambda target: target.parse(data=data.decode("utf-8"), format="nt"),
+                        graph=graph, what="the triples")
+        return n
+
+    def load_file(self, path: str | Path, *, format: str | None = None,
+                  graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
+        path = Path(path)
+        fmt, gzipped = rdf_format_of(path, format)
+        if not path.is_file():
+            raise NotFound(f"no such file: {path}")
+        before = self.count()
+        with path.open("rb") as raw:
+            stream = counting_reader(raw, progress)
+            source = gzip.GzipFile(fileobj=stream) if gzipped else stream
+            quads = fmt in ("nquads", "trig")
+            try:
+                self._parse(lambda target: target.parse(source=source, format=_FORMATS[fmt],
+                                                        publicID=path.resolve().as_uri()),
+                            graph=None if quads else graph, whole_dataset=quads, what=str(path))
+            except StoreError as exc:
+                where = _diagnose(path, fmt, gzipped)
+                if where is None:
+                    raise
+                raise StoreError(f"{path} is not valid RDF: {where}") from exc
+        return self.count() - before
+
+    def update(self, sparql: str) -> None:
+        ds = self._dataset()
+        try:
+            with _rdflib_call(union=False):
+                ds.update(sparql)
+        except ParseBaseException as exc:
+            raise syntax_error(_pyparsing_message(exc)) from exc
+        except Exception as exc:  # rdflib's update engine raises assorted types
+            raise StoreError(f"rdflib could not run the update: {exc}") from exc
+
+    def clear(self, *, graph: str | None = None) -> None:
+        ds = self._dataset()
+        with _rdflib_call():
+            if graph is None:
+                self._ds = Dataset(default_union=True)
+            else:
+                ds.remove_graph(URIRef(graph))
+
+    # -- reading ---------------------------------------------------------------
+
+    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+        def run() -> Rows:
+            result = self._query(query)
+            if result.type != "SELECT":
+                raise StoreError("select() needs a SELECT query; use ask() or construct()")
+            columns = [str(v) for v in result.vars or []]
+            with _rdflib_call():
+                return Rows(columns, [[_python(v) for v in row] for row in result])
+
+        return run_with_timeout(run, timeout)
+
+    def ask(self, query: str) -> bool:
+        result = self._query(query)
+        if result.type != "ASK":
+            raise StoreError("ask() needs an ASK query")
+        return bool(result.askAnswer)
+
+    def construct(self, query: str) -> list[Triple]:
+        result = self._query(query)
+        if result.type not in ("CONSTRUCT", "DESCRIBE"):
+            raise StoreError("construct() needs a CONSTRUCT or DESCRIBE query")
+        with _rdflib_call():
+            return [(_nt(s), _nt(p), _nt(o)) for s, p, o in result]
+
+    def count(self, *, graph: str | None = None) -> int:
+        ds = self._dataset()
+        with _rdflib_call():
+            if graph is not None:
+                return len(Graph(store=ds.store, identifier=URIRef(graph)))
+            return sum(len(g) for g in ds.graphs())
+
+    def graphs(self) -> list[str]:
+        ds = self._dataset()
+        with _rdflib_call():
+            return sorted(str(g.identifier) for g in ds.graphs()
+                          if g.identifier != DATASET_DEFAULT_GRAPH_ID
+                          and isinstance(g.identifier, URIRef) and len(g))
+
+    def close(self) -> None:
+        self._ds = None
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _dataset(self) -> Dataset:
+        if self._ds is None:
+            raise StoreUnavailable(f"the store {self.url} is closed")
+        return self._ds
+
+    def _query(self, query: str):  # -> rdflib.query.Result
+        ds = self._dataset()
+        try:
+            with _rdflib_call():
+                result = ds.query(query)
+                if result.type == "SELECT":
+                    result.bindings  # evaluate now, inside the error mapping
+                return result
+        except ParseBaseException as exc:
+            raise syntax_error(_pyparsing_message(exc)) from exc
+        except Exception as exc:  # rdflib's query engine raises assorted types
+            raise StoreError(f"rdflib could not run the query: {exc}") from exc
+
+    def _parse(self, parse: Callable[[Graph], object], *, graph: str | None,
+               whole_dataset: bool = False, what: str) -> None:
+        ds = self._dataset()
+        try:
+            with _rdflib_call():
+                if whole_dataset:
+                    target: Graph = ds
+                elif graph is None:
+                    target = ds.default_graph
+                else:
+                    target = ds.graph(URIRef(graph))
+                parse(target)
+        except Exception as exc:  # rdflib's parsers raise assorted types
+            raise StoreError(f"rdflib could not read {what}: {exc}") from exc
+
+
+def _diagnose(path: Path, fmt: str, gzipped: bool) -> str | None:
+    """Where a file fails to parse, per Oxigraph's parser (rdflib's N-Triples parser does
+    not say which line); None when Oxigraph reads it fine."""
+    import pyoxigraph as ox
+
+    formats = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES,
+               "nquads": ox.RdfFormat.N_QUADS, "rdfxml": ox.RdfFormat.RDF_XML,
+               "trig": ox.RdfFormat.TRIG}
+    try:
+        with (gzip.open(path) if gzipped else path.open("rb")) as f:
+            for _ in ox.parse(f, format=formats[fmt], base_iri=path.resolve().as_uri()):
+                pass
+    except SyntaxError as exc:
+        return str(exc)
+    return None
+
+
+def _pyparsing_message(exc: ParseBaseException) -> str:
+    return f"{exc.msg} at line {exc.lineno}, column {exc.col}"
+
+
+def _python(term: object) -> object:
+    if term is None:
+        return None
+    if isinstance(term, Literal):
+        datatype = str(term.datatype) if term.datatype else None
+        return python_value("literal", str(term), datatype)
+    if isinstance(term, BNode):
+        return python_value("bnode", str(term))
+    return str(term)
+
+
+def _nt(term: object) -> str:
+    if isinstance(term, Literal):
+        return ntriples_term("literal", str(term), str(term.datatype) if term.datatype else None,
+                             term.language)
+    if isinstance(term, BNode):
+        return ntriples_term("bnode", str(term))
+    return ntriples_term("uri", str(term))
