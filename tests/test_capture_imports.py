@@ -35,7 +35,8 @@ def test_import_linter_contract_for_capture_passes(tmp_path):
     contract = next(c for c in config["contracts"] if "provkg.capture" in c.get("source_modules", []))
     # import-linter refuses contracts naming modules that do not exist (yet): check the rest
     forbidden = [m for m in contract["forbidden_modules"] if _is_regular_module(m)]
-    lines = ["[importlinter]", "root_package = provkg", "",
+    lines = ["[importlinter]", "root_package = provkg",
+             f"include_external_packages = {config.get('include_external_packages', False)}", "",
              "[importlinter:contract:capture]", f"name = {contract['name']}",
              f"type = {contract['type']}",
              "source_modules =\n    " + "\n    ".join(contract["source_modules"]),
