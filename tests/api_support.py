@@ -122,3 +122,4 @@ class ApiServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        self.http.close()

@@ -21,10 +21,11 @@ _MAX_PARAM_CHARS = 4096
 def _describe(query: Any) -> dict[str, Any]:
     params = []
     for p in query.parameters:
-        entry = {"name": p.name, "type": getattr(p, "type", "string")}
-        default = getattr(p, "default", None)
-        if default is not None:
-            entry["default"] = default
+        entry: dict[str, Any] = {"name": p.name, "type": p.type, "required": p.required}
+        if not p.required:
+            entry["default"] = p.default
+        if getattr(p, "help", ""):
+            entry["description"] = p.help
         params.append(entry)
     return {"name": query.name, "question": query.question, "parameters": params,
             "columns": list(query.columns)}
@@ -33,8 +34,9 @@ def _describe(query: Any) -> dict[str, Any]:
 @router.get("/v1/queries", summary="The canned lifecycle queries: parameters and columns",
             responses={200: {"content": {"application/json": {"example": [
                 {"name": "q3", "question": "the model with the least measure",
-                 "parameters": [{"name": "dataset", "type": "data"},
-                                {"name": "measure", "type": "string", "default": "loss"}],
+                 "parameters": [{"name": "dataset", "type": "data", "required": True},
+                                {"name": "measure", "type": "str", "required": False,
+                                 "default": "loss"}],
                  "columns": ["model", "role", "name", "value"]}]}}}})
 async def list_queries() -> list[dict[str, Any]]:
     from provkg.service.querying import query_catalog

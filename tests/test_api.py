@@ -1,0 +1,186 @@
+"""The API's endpoints against a real ``provkg serve`` on an embedded Oxigraph store."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import time
+from collections.abc import Iterator
+
+import orjson
+import psutil
+import pytest
+import zstandard
+
+from api_support import ApiServer, store_fingerprint
+from provkg.ontology import ontology_names, read_ontology
+
+TOKEN = "api-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SPEC = """\
+workflow: api-training
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used: [{name: learning_rate, role: hyperparameter}]
+    generated: [{name: model, role: model}]
+"""
+
+
+def events(run: str, n_tasks: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = [
+        {"type": "workflow", "event": "begin", "id": run, "time": 100.0, "workflow": "api-training"}]
+    for i in range(n_tasks):
+        task = {"type": "task", "id": f"{run}/t{i}", "workflow_id": run, "transformation": "training"}
+        out.append({**task, "event": "begin", "time": 101.0 + i,
+                    "used": [{"name": "learning_rate", "value": 0.001 * (i + 1)}]})
+        out.append({**task, "event": "end", "time": 102.5 + i, "status": "finished",
+                    "generated": [{"name": "model", "location": f"file:///models/{run}-{i}.pt"}]})
+    return out
+
+
+def body(evs: list[dict[str, object]]) -> bytes:
+    return orjson.dumps({"format": "provkg.events/1", "events": evs})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    env = {"PROVKG_TOKEN": TOKEN, "PROVKG_QUERY_TIMEOUT_S": "2", "PROVKG_MAX_ROWS": "50"}
+    with ApiServer(tmp_path_factory.mktemp("api"), env=env) as srv:
+        yield srv
+    assert "Traceback" not in srv.log(), srv.log()
+
+
+def select(server: ApiServer, query: str) -> list[list[object]]:
+    response = server.http.get("/v1/sparql", params={"query": query})
+    assert response.status_code == 200, response.text
+    return response.json()["rows"]
+
+
+def test_health(server: ApiServer) -> None:
+    assert server.http.get("/health/live").json() == {"status": "ok"}
+    ready = server.http.get("/health/ready")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+
+def test_openapi_documents_every_endpoint_with_examples(server: ApiServer) -> None:
+    spec = server.http.get("/openapi.json").json()
+    assert {"/v1/events", "/v1/specs", "/v1/queries", "/v1/queries/{name}", "/v1/sparql",
+            "/v1/ontologies/{name}", "/health/live", "/health/ready"} <= set(spec["paths"])
+    events_body = spec["paths"]["/v1/events"]["post"]["requestBody"]["content"]["application/json"]
+    assert events_body["example"]["format"] == "provkg.events/1"
+    assert spec["components"]["schemas"]["Batch"]["required"] == ["format", "events"]
+    assert "text/csv" in spec["paths"]["/v1/queries/{name}"]["get"]["responses"]["200"]["content"]
+    assert "swagger-ui" in server.http.get("/docs").text
+
+
+@pytest.mark.parametrize("name", ontology_names())
+def test_ontologies_as_turtle(server: ApiServer, name: str) -> None:
+    response = server.http.get(f"/v1/ontologies/{name}")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/turtle")
+    assert response.text == read_ontology(name)
+    assert server.http.get("/v1/ontologies").json() == ontology_names()
+
+
+def test_specs_yaml_and_json(server: ApiServer) -> None:
+    created = server.http.post("/v1/specs", content=SPEC, headers={**AUTH, "Content-Type": "application/yaml"})
+    assert created.status_code == 201, created.text
+    assert created.json() == {"workflow": "api-training", "transformations": 1}
+    as_json = orjson.dumps({"workflow": "api-other", "phase": "curation",
+                            "transformations": [{"name": "extract"}]})
+    assert server.http.post("/v1/specs", content=as_json,
+                            headers={**AUTH, "Content-Type": "application/json"}).status_code == 201
+    listed = server.http.get("/v1/specs").json()
+    assert [s["workflow"] for s in listed] == ["api-other", "api-training"]
+    assert listed[1]["transformations"][0]["used"][0] == {"name": "learning_rate", "role": "hyperparameter"}
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip", "zstd"])
+def test_events_are_accepted_queued_and_queryable(server: ApiServer, encoding: str) -> None:
+    run = f"api-run-{encoding}"
+    raw = body(events(run, 3))
+    data = {"identity": raw, "gzip": gzip.compress(raw), "zstd": zstandard.compress(raw)}[encoding]
+    response = server.http.post("/v1/events", content=data, headers={
+        **AUTH, "Content-Type": "application/json", "Content-Encoding": encoding})
+    assert response.status_code == 202, response.text
+    assert response.json() == {"accepted": 7, "workflows": 1, "tasks": 6}
+    server.wait_applied()
+    rows = select(server, f"""SELECT ?lr WHERE {{ ?t <http://www.w3.org/ns/prov#used> ?v .
+        ?v <http://www.w3.org/ns/prov#value> ?lr . FILTER(CONTAINS(STR(?t), "{run}/t")) }} ORDER BY ?lr""")
+    assert rows == [[0.001], [0.002], [0.003]]
+
+
+def test_events_are_idempotent(server: ApiServer) -> None:
+    data = body(events("api-run-twice", 2))
+    headers = {**AUTH, "Content-Type": "application/json"}
+    assert server.http.post("/v1/events", content=data, headers=headers).status_code == 202
+    server.wait_applied()
+    before = store_fingerprint(server.store_dir)
+    for _ in range(2):
+        assert server.http.post("/v1/events", content=data, headers=headers).status_code == 202
+    server.wait_applied()
+    assert store_fingerprint(server.store_dir) == before
+
+
+def test_sparql_forms_and_formats(server: ApiServer) -> None:
+    query = "SELECT ?n WHERE { VALUES ?n { 1 2 } } ORDER BY ?n"
+    assert server.http.get("/v1/sparql", params={"query": query}).json() == {"columns": ["n"], "rows": [[1], [2]]}
+    assert server.http.post("/v1/sparql", data={"query": query}).json()["rows"] == [[1], [2]]
+    direct = server.http.post("/v1/sparql", content=query, headers={"Content-Type": "application/sparql-query"})
+    assert direct.json()["rows"] == [[1], [2]]
+    as_csv = server.http.get("/v1/sparql", params={"query": query}, headers={"Accept": "text/csv"})
+    assert as_csv.headers["content-type"].startswith("text/csv")
+    assert list(csv.reader(io.StringIO(as_csv.text))) == [["n"], ["1"], ["2"]]
+    assert server.http.get("/v1/sparql", params={"query": "ASK { }"}).json() == {"boolean": True}
+    triples = server.http.get("/v1/sparql", params={
+        "query": "CONSTRUCT { <http://x/a> <http://x/p> ?n } WHERE { VALUES ?n { 7 } }"})
+    assert triples.headers["content-type"].startswith("application/n-triples")
+    assert triples.text == '<http://x/a> <http://x/p> "7"^^<http://www.w3.org/2001/XMLSchema#integer> .\n'
+
+
+def test_row_cap_is_an_error_not_a_silent_cut(server: ApiServer) -> None:
+    response = server.http.get("/v1/sparql", params={"query": "SELECT ?n { VALUES ?n { " +
+                                                     " ".join(map(str, range(51))) + " } }"})
+    assert response.status_code == 400 and "more than 50 rows" in response.json()["detail"]
+    assert len(select(server, "SELECT ?n { VALUES ?n { " + " ".join(map(str, range(50))) + " } }")) == 50
+
+
+def _workers(server: ApiServer) -> list[psutil.Process]:
+    assert server.proc is not None
+    return [p for p in psutil.Process(server.proc.pid).children()
+            if "provkg.api.sparql_worker" in " ".join(p.cmdline())]
+
+
+def test_timeout_really_stops_the_query(server: ApiServer) -> None:
+    endless = ("SELECT (COUNT(*) AS ?n) WHERE { VALUES ?a { " + " ".join(map(str, range(2000)))
+               + " } VALUES ?b { " + " ".join(map(str, range(2000))) + " } VALUES ?c { "
+               + " ".join(map(str, range(2000))) + " } }")  # 8e9 rows
+    started = time.monotonic()
+    response = server.http.post("/v1/sparql", data={"query": endless})
+    took = time.monotonic() - started
+    assert response.status_code == 504, response.text
+    assert response.json()["error"] == "query_timeout" and took < 10
+    time.sleep(0.5)
+    busy = [p for p in _workers(server) if p.cpu_percent(interval=0.5) > 50]
+    assert busy == [], "the timed-out query must not keep running"
+    assert select(server, "SELECT ?n { VALUES ?n { 1 } }") == [[1]]  # a fresh worker answers
+
+
+def test_canned_query_catalog_and_run(server: ApiServer) -> None:
+    from provkg.service.querying import query_catalog
+
+    catalog = server.http.get("/v1/queries").json()
+    assert [q["name"] for q in catalog] == [q.name for q in query_catalog()]
+    q3 = next(q for q in catalog if q["name"] == "q3")
+    assert q3["columns"] == ["model", "role", "name", "value"]
+    by_name = {p["name"]: p for p in q3["parameters"]}
+    assert by_name["dataset"]["required"] is True
+    assert by_name["measure"]["required"] is False and by_name["measure"]["default"] == "loss"
+    empty = server.http.get("/v1/queries/q3", params={"dataset": "file:///nothing.h5"})
+    assert empty.status_code == 200 and empty.json() == {"columns": q3["columns"], "rows": []}
+    missing = server.http.get("/v1/queries/q3")
+    assert missing.status_code == 400 and "dataset" in missing.json()["detail"]
+    assert server.http.get("/v1/queries/nope").status_code == 404
