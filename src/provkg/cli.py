@@ -21,7 +21,12 @@ stores (--store URL or PROVKG_STORE):
   oxigraph:DIR                 embedded Oxigraph on disk (default: oxigraph:provkg-data)
   memory:                      embedded Oxigraph in memory (gone when the command ends)
   rdflib:                      rdflib in memory
-  sparql+http://HOST:PORT/PATH any SPARQL 1.1 endpoint (see `provkg init --help`)
+  oxigraph+http://HOST:PORT    an Oxigraph server (oxigraph serve): /query, /update, /store
+  virtuoso+http://HOST:PORT    a Virtuoso server: /sparql (add ?user=dba&password=... to
+                               update through the authenticated /sparql-auth)
+  sparql+http://HOST:PORT/PATH any SPARQL 1.1 endpoint (PATH: its query URL); options:
+                               ?update=/PATH (update URL) &gsp=/PATH (Graph Store Protocol,
+                               fast loads) &user=..&password=.. &default_graph=IRI
 
 examples:
   provkg demo                                  # the seismic lifecycle, end to end

@@ -84,11 +84,14 @@ class Store(ABC):
 
     @abstractmethod
     def load_file(self, path: str | Path, *, format: str | None = None,
-                  graph: str | None = None) -> int:
-        """Bulk-load an RDF file (Turtle, N-Triples, N-Quads, RDF/XML; ``.gz`` too).
+                  graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
+        """Bulk-load an RDF file (Turtle, N-Triples, N-Quads, RDF/XML; ``.gz`` too) into
+        ``graph`` (triple formats; quad formats keep their own graphs).
 
         ``format`` is a key of :data:`RDF_FORMATS`, guessed from the extension when
-        None. Returns the number of triples (quads) read from the file.
+        None; ``progress`` is called with byte counts as the file is read. Returns how
+        many triples the store gained (0 when the file was loaded before; blank nodes
+        are fresh per load, as RDF has it).
 
         Raises:
             NotFound: no such file.  BadParameter: unknown format.

@@ -1,0 +1,122 @@
+"""``provkg init`` and ``provkg load`` through ``provkg.cli.main``, on embedded stores and real servers."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pyoxigraph
+import pytest
+
+from provkg.cli import main
+from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
+from provkg.store import open_store
+from provkg.store.launch import OxigraphServer, VirtuosoServer
+
+
+def _triples_in(path: Path) -> int:
+    return sum(1 for _ in pyoxigraph.parse(path=str(path)))
+
+
+def _expected_ontologies() -> dict[str, int]:
+    return {ontology_iri(n): _triples_in(p) for n, p in zip(ontology_names(), all_ontology_paths())}
+
+
+def _check_init_output(out: str) -> None:
+    for path in all_ontology_paths():
+        assert path.name in out
+    for graph, n in _expected_ontologies().items():
+        assert graph in out and f"{n:,} triples" in out
+    assert f"{sum(_expected_ontologies().values()):,} triples" in out
+
+
+def test_init_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--store", "memory:"]) == 0
+    _check_init_output(capsys.readouterr().out)
+
+
+def test_init_on_disk_is_repeatable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["init", "--store", url]) == 0
+    assert main(["init", "--store", url]) == 0  # refreshes, never duplicates blank nodes
+    _check_init_output(capsys.readouterr().out)
+    with open_store(url) as store:
+        assert {g: store.count(graph=g) for g in store.graphs()} == _expected_ontologies()
+
+
+def test_init_uses_the_environment_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PROVKG_STORE", f"oxigraph:{tmp_path / 'env-db'}")
+    assert main(["init"]) == 0
+    assert (tmp_path / "env-db").is_dir()
+
+
+@pytest.mark.parametrize("server_fixture", ["oxigraph_server", "virtuoso_server"])
+def test_init_and_load_against_servers(server_fixture: str, request: pytest.FixtureRequest,
+                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server: OxigraphServer | VirtuosoServer = request.getfixturevalue(server_fixture)
+    url = server.store_url
+    with open_store(url) as store:
+        store.clear()
+    try:
+        assert main(["init", "--store", url]) == 0
+        _check_init_output(capsys.readouterr().out)
+        data = tmp_path / "kg.nt.gz"
+        data.write_bytes(gzip.compress(b"<http://example.org/a> <http://example.org/p> \"\xc3\xa9t\xc3\xa9\" .\n"))
+        assert main(["load", str(data), "--graph", "http://example.org/kg", "--store", url]) == 0
+        assert "1 triples  -> http://example.org/kg" in capsys.readouterr().out
+        with open_store(url) as store:
+            assert store.graphs() == sorted([*_expected_ontologies(), "http://example.org/kg"])
+            assert store.select("SELECT ?o WHERE { <http://example.org/a> ?p ?o }").rows == [["été"]]
+    finally:
+        with open_store(url) as store:
+            store.clear()
+
+
+def test_load_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ttl = tmp_path / "a.ttl"
+    ttl.write_text("@prefix ex: <http://example.org/> . ex:a ex:p 1, 2 .\n", encoding="utf-8")
+    nq = tmp_path / "b.nq"
+    nq.write_text("<http://example.org/b> <http://example.org/p> \"x\" <http://example.org/g> .\n")
+    rdf = tmp_path / "c.rdf"
+    rdf.write_text('<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+                   'xmlns:ex="http://example.org/"><rdf:Description rdf:about="http://example.org/c">'
+                   '<ex:p>y</ex:p></rdf:Description></rdf:RDF>')
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(ttl), str(nq), str(rdf), "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "2 triples" in out and "4 triples" in out  # a.ttl and the total
+    with open_store(url) as store:
+        assert store.count() == 4
+        assert store.graphs() == ["http://example.org/g"]
+
+
+def test_load_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["load", str(tmp_path / "nope.ttl"), "--store", "memory:"]) == 1
+    assert "error: no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("@prefix ex: <http://example.org/> .\nex:a ex:p .\n", encoding="utf-8")
+    assert main(["load", str(bad), "--store", "memory:"]) == 1
+    err = capsys.readouterr().err
+    assert "bad.ttl" in err and "line 2" in err
+    good = tmp_path / "good.nt"
+    good.write_text("<http://example.org/a> <http://example.org/p> <http://example.org/b> .\n")
+    assert main(["load", str(good), "--graph", "not an iri", "--store", "memory:"]) == 1
+    assert "absolute IRI" in capsys.readouterr().err
+    assert main(["init", "--store", "nosuch:thing"]) == 1
+    assert "unknown store URL" in capsys.readouterr().err
+
+
+def test_load_shows_progress_for_large_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from provkg.service import loading
+
+    monkeypatch.setattr(loading, "PROGRESS_MIN_BYTES", 100)
+    data = tmp_path / "big.nt"
+    data.write_text("".join(f"<http://example.org/s{i}> <http://example.org/p> \"{i}\" .\n"
+                            for i in range(2000)))
+    with open_store("memory:") as store:
+        report = loading.load_files(store, [data], progress=True)
+    assert report.triples == 2000
+    assert "big.nt" in capsys.readouterr().err  # the bar's label
