@@ -4,6 +4,7 @@ a stream of events carries (which run belongs to which workflow, unknown names s
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,10 +15,11 @@ from provkg.errors import MappingError
 from provkg.mapper import tagged, typed
 from provkg.mapper.terms import PL
 from provkg.spec import Spec
-from provkg.term import mint_iri
+from provkg.term import datetime_literal, iri, mint_iri
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapState", "as_dict"]
+__all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapState", "as_dict",
+           "domain_term"]
 
 SCHEMAS = ("typed", "tagged", "sprov")
 
@@ -121,6 +123,7 @@ class MapState:
         self.unknown_transformations: Counter[tuple[str, str]] = Counter()
         self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
         self.unresolved_runs: Counter[str] = Counter()
+        self.bad_times = 0
         self._terms: dict[str, tuple[int, WorkflowTerms]] = {}
         #: per-section summaries (granularity: summary), created on first need
         self.summaries: Any = None
@@ -159,6 +162,14 @@ class MapState:
             self.unknown_attributes[(wt.name, tt.name, name)] += 1
         return at
 
+    def time(self, seconds: float) -> str | None:
+        """The xsd:dateTime literal of an event time; None (and counted) past year 9999."""
+        try:
+            return datetime_literal(seconds)
+        except (ValueError, OverflowError, OSError):
+            self.bad_times += 1
+            return None
+
     def warnings(self) -> list[str]:
         """Unknown names seen so far, one sentence each (what was stored and how)."""
         out = [f"workflow {w!r} has no spec: {n} events stored as plain PROVLake"
@@ -170,7 +181,18 @@ class MapState:
                 for (w, t, a), n in sorted(self.unknown_attributes.items())]
         out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
+        if self.bad_times:
+            out.append(f"{self.bad_times} events have a time past the year 9999: their times were not stored")
         return out
+
+
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def domain_term(uri: str) -> str:
+    """``<uri>`` for a captured domain IRI; a ``%`` that starts no escape becomes ``%25``
+    (the wire format lets it through, RDF parsers refuse it)."""
+    return iri(_STRAY_PERCENT.sub("%25", uri) if "%" in uri else uri)
 
 
 def as_dict(event: Any) -> dict[str, Any]:

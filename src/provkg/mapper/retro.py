@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
+from provkg.mapper.common import MapState, domain_term, TransformationTerms, WorkflowTerms
 from provkg.mapper.terms import A, LABEL, P, PK, PL
-from provkg.term import datetime_literal, iri, literal
+from provkg.term import iri, literal
 from provkg.vocab import XSD
 
 __all__ = ["map_workflow_event", "map_task_event", "pending_triples"]
@@ -36,10 +36,13 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str
     r = st.mint.run(run_id)
     out.append((r, A, wt.run_class))
     out.append((r, P.wasInfluencedBy, wt.term))
+    when = st.time(e["time"])
     if e["event"] == "begin":
-        out.append((r, P.startedAtTime, datetime_literal(e["time"])))
+        if when is not None:
+            out.append((r, P.startedAtTime, when))
     else:
-        out.append((r, P.endedAtTime, datetime_literal(e["time"])))
+        if when is not None:
+            out.append((r, P.endedAtTime, when))
         status = e.get("status") or "finished"
         out.append((r, PK.status, _RUN_STATUS.get(status) or literal(status)))
         if e.get("message") is not None:
@@ -69,10 +72,13 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     if tt is not None:
         out.append((t, A, tt.execution_class))
         out.append((t, P.wasInfluencedBy, tt.term))
+    when = st.time(e["time"])
     if e["event"] == "begin":
-        out.append((t, P.startedAtTime, datetime_literal(e["time"])))
+        if when is not None:
+            out.append((t, P.startedAtTime, when))
     else:
-        out.append((t, P.endedAtTime, datetime_literal(e["time"])))
+        if when is not None:
+            out.append((t, P.endedAtTime, when))
         if e.get("status") == "failed":
             out.append((t, PK.status, _FAILED))
         if e.get("message") is not None:
@@ -133,7 +139,7 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
             out.append((vt, A, PL.DataReference))
         dom = v.get("domain")
         if dom is not None:
-            out.append((vt, PL.denotes, iri(dom)))
+            out.append((vt, PL.denotes, domain_term(dom)))
         for src in v.get("derived_from") or ():
             out.append((vt, P.wasDerivedFrom, mint_value(src)))
 

@@ -35,10 +35,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, Minter, TransformationTerms, WorkflowTerms
+from provkg.mapper.common import MapState, domain_term, Minter, TransformationTerms, WorkflowTerms
 from provkg.mapper.terms import A, LABEL, P, PK, PL, PO, SP
 from provkg.spec import Spec
-from provkg.term import Triple, datetime_literal, iri, literal
+from provkg.term import Triple, iri, literal
 from provkg.vocab import XSD
 
 __all__ = ["prospective_triples", "map_workflow_event", "map_task_event"]
@@ -68,8 +68,10 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
     r = st.mint.run(run_id)
     out += [(r, A, SP.WFExecution), (r, P.wasInfluencedBy, wt.term),
             (r, SP.workflowName, literal(wf)), (r, SP.workflowId, literal(run_id))]
-    t = datetime_literal(e["time"])
-    if e["event"] == "begin":
+    t = st.time(e["time"])
+    if t is None:
+        pass
+    elif e["event"] == "begin":
         out.append((r, P.startedAtTime, t))
     else:
         out += [(r, P.endedAtTime, t), (r, SP.lastEventTime, t)]
@@ -111,11 +113,13 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
     if wt is not None and tt is not None:
         inst = _instance(e, tt.name, st, out, tt.term)
         out.append((t, P.wasAssociatedWith, inst))
-    time_lit = datetime_literal(e["time"])
+    time_lit = st.time(e["time"])
     if e["event"] == "begin":
-        out.append((t, P.startedAtTime, time_lit))
+        if time_lit is not None:
+            out.append((t, P.startedAtTime, time_lit))
     else:
-        out += [(t, P.endedAtTime, time_lit), (t, SP.lastEventTime, time_lit)]
+        if time_lit is not None:
+            out += [(t, P.endedAtTime, time_lit), (t, SP.lastEventTime, time_lit)]
         if e.get("status") == "failed":
             out.append((t, PK.status, literal("failed")))
         if e.get("message") is not None:
@@ -151,7 +155,7 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
     if v.get("location") is not None:
         out.append((vt, PL.location, literal(v["location"], XSD.anyURI)))
     if v.get("domain") is not None:
-        out.append((vt, PL.denotes, iri(v["domain"])))
+        out.append((vt, PL.denotes, domain_term(v["domain"])))
     for src in v.get("derived_from") or ():
         out.append((vt, P.wasDerivedFrom, st.mint.value(src)))
 
@@ -174,8 +178,10 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
     target = _changed_component(wt.spec, tt.name, [v["name"] for v in generated])
     inst = _instance(e, target, st, out, st.transformation(wt, target).term if target != tt.name else tt.term)
     change = st.mint.other("change", e["id"])
-    out += [(change, A, SP.Change), (change, P.atTime, datetime_literal(e["time"])),
-            (change, P.hadActivity, st.mint.task(e["id"])), (inst, SP.qualifiedChange, change),
+    at = st.time(e["time"])
+    if at is not None:
+        out.append((change, P.atTime, at))
+    out += [(change, A, SP.Change), (change, P.hadActivity, st.mint.task(e["id"])), (inst, SP.qualifiedChange, change),
             (inst, SP.hasChanged, literal(True))]
     for v in generated:
         vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(e["id"], v["name"], used=False))
