@@ -31,9 +31,15 @@ def store_fingerprint(directory: str | os.PathLike[str]) -> tuple[int, str]:
     """(quad count, sha256 of the sorted N-Quads dump) of an embedded store, read-only."""
     import pyoxigraph as ox
 
-    store = ox.Store.read_only(str(directory))
-    lines = sorted(f"{q} .\n" for q in store)
-    return len(lines), hashlib.sha256("".join(lines).encode()).hexdigest()
+    for attempt in range(5):  # a read-only open can race the server's compaction: try again
+        try:
+            lines = sorted(f"{q} .\n" for q in ox.Store.read_only(str(directory)))
+            return len(lines), hashlib.sha256("".join(lines).encode()).hexdigest()
+        except (OSError, RuntimeError):
+            if attempt == 4:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
 
 
 class ApiServer:

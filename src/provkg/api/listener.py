@@ -42,10 +42,12 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     >>> parse_mqtt_url("mqtt://127.0.0.1:1884/provkg/#")
     ('127.0.0.1', 1884, 'provkg/#')
     """
-    parts = urlsplit(url)
-    if parts.scheme != "mqtt" or not parts.hostname:
+    # not urlsplit alone: it would take the "#" wildcard for a fragment
+    scheme, _, rest = url.partition("://")
+    netloc, _, topic = rest.partition("/")
+    parts = urlsplit(f"mqtt://{netloc}")
+    if scheme != "mqtt" or not parts.hostname:
         raise BadParameter("expected mqtt://HOST:PORT/TOPIC (e.g. mqtt://127.0.0.1:1883/provkg/#)")
-    topic = parts.path.lstrip("/")
     if not topic:
         raise BadParameter("the MQTT URL needs a topic filter: mqtt://HOST:PORT/provkg/#")
     try:
@@ -70,13 +72,14 @@ class MqttListener:
         self.host, self.port, self.topic = parse_mqtt_url(url)
         self._queue = queue
         self._max_bytes = max_bytes
-        self.connected = threading.Event()
+        self.subscribed = threading.Event()  # set once the broker confirmed the subscription
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                   clean_session=False, protocol=mqtt.MQTTv311)
         self.client.manual_ack_set(True)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
 
     def start(self) -> MqttListener:
         """Connect (retrying in the background if the broker is down) and start consuming."""
@@ -96,10 +99,15 @@ class MqttListener:
         client.subscribe(self.topic, qos=1)
         log.info("listening to mqtt://%s:%s/%s (session present: %s)", self.host, self.port,
                  self.topic, flags.session_present)
-        self.connected.set()
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:  # noqa: ANN001
+        if all(not rc.is_failure for rc in reason_codes):
+            self.subscribed.set()
+        else:
+            log.error("the MQTT broker refused the subscription to %s", self.topic)
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
-        self.connected.clear()
+        self.subscribed.clear()
         log.warning("MQTT broker connection lost (%s); paho reconnects", reason_code)
 
     def _on_message(self, client, userdata, message) -> None:  # noqa: ANN001

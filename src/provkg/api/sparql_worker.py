@@ -53,8 +53,23 @@ def _nt(term: Any) -> str:
     return str(term)
 
 
+#: a read-only RocksDB instance can race the writer's compaction (a table file listed in the
+#: manifest it read is deleted before it opens it): open again and re-run, a few times
+_ATTEMPTS = 5
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     """Run one request (see the module docstring) and return the answer object."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return _answer_once(request)
+        except (OSError, RuntimeError) as exc:
+            if attempt == _ATTEMPTS - 1:
+                return {"error": "store_error", "message": f"the store could not be read: {exc}"}
+    raise AssertionError("unreachable")
+
+
+def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
     max_rows = int(request["max_rows"])
     try:
         store = ox.Store.read_only(request["path"])
@@ -77,8 +92,6 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "triples", "ntriples": "".join(lines)}
     except SyntaxError as exc:
         return {"error": "query_syntax", "message": f"SPARQL syntax error: {exc}"}
-    except OSError as exc:
-        return {"error": "store_error", "message": f"the store could not be read: {exc}"}
 
 
 def _too_many(max_rows: int) -> dict[str, Any]:

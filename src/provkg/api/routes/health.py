@@ -29,6 +29,9 @@ async def ready(request: Request) -> Any:
         problems.append(f"store: {exc}")
     if not service.queue.healthy:
         problems.append("ingest queue: stopped (see the server log)")
+    for extra in service.extras:
+        if hasattr(extra, "subscribed") and not extra.subscribed.is_set():
+            problems.append("MQTT listener: not subscribed to the broker yet")
     stats = service.queue.stats()
     body = {"status": "ready" if not problems else "not ready", "problems": problems,
             "queue": {"accepted_events": stats.accepted_events,
