@@ -32,7 +32,7 @@ class Emitter:
     """Delivers the events of one workflow run to one sink."""
 
     def __init__(self, sink: Sink, spool: Spool, *, batch_size: int = 50, linger: float = 1.0,
-                 max_queue: int = 100_000, flush_timeout: float = 5.0,
+                 max_queue: int = 20_000, flush_timeout: float = 5.0,
                  max_batch: int = 1000) -> None:
         self.sink = sink
         self.spool = spool

@@ -195,6 +195,8 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no
     literal for them and a diverged loss is worth keeping); bad names are logged and skipped.
     """
+    if _plain_and_finite(values):  # the common case, checked with C-level passes only
+        return [{"name": name, "value": value} for name, value in values.items()]
     out: list[dict[str, Any]] = []
     for name, value in values.items():
         if type(name) is not str or not 0 < len(name) <= MAX_NAME:
@@ -219,6 +221,24 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
             value = _finite(value)
         out.append({"name": name, "value": value})
     return out
+
+
+_SCALARS_NO_FLOAT = frozenset({int, str, bool, type(None)})
+
+
+def _plain_and_finite(values: Mapping[str, Any]) -> bool:
+    """True when every name is a valid string and every value a finite scalar (no Ref, no list).
+
+    Names come from ``**kwargs`` (always strings), so only empty and overlong ones are checked.
+    """
+    if not values or "" in values or max(map(len, values)) > MAX_NAME:
+        return False
+    kinds = set(map(type, values.values()))
+    if kinds <= _SCALARS_NO_FLOAT:
+        return True
+    if kinds == {float}:
+        return math.isfinite(sum(values.values()))  # NaN / inf anywhere make the sum non-finite
+    return False
 
 
 def _finite(items: list[Any]) -> list[Any]:

@@ -44,7 +44,7 @@ def current_task() -> Task | None:
 
 def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: str | None = None,
              flush_timeout: float = 5.0, spool: str | os.PathLike[str] | None = None,
-             batch_size: int = 50, linger: float = 1.0, max_queue: int = 100_000,
+             batch_size: int = 50, linger: float = 1.0, max_queue: int = 20_000,
              max_spool_bytes: int = DEFAULT_SPOOL_BYTES) -> Workflow:
     """Start capturing a workflow run.
 
@@ -97,7 +97,7 @@ class Workflow:
     def __init__(self, name: str, *, sink: str | Sink, run_id: str | None = None,
                  agent: str | None = None, flush_timeout: float = 5.0,
                  spool: str | os.PathLike[str] | None = None, batch_size: int = 50,
-                 linger: float = 1.0, max_queue: int = 100_000,
+                 linger: float = 1.0, max_queue: int = 20_000,
                  max_spool_bytes: int = DEFAULT_SPOOL_BYTES) -> None:
         self.name = _name(name, "workflow name")
         self.id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 900 else uuid.uuid4().hex
@@ -431,7 +431,10 @@ def _task_id(task: object) -> str | None:
 
 
 def _all_str_keys(values: Mapping[Any, Any]) -> bool:
-    return all(type(k) is str for k in values)
+    return set(map(type, values)) <= _STR_ONLY
+
+
+_STR_ONLY = frozenset({str})
 
 
 def _name(value: object, what: str) -> str:
