@@ -275,3 +275,18 @@ def test_xsd_integer_is_not_a_double() -> None:  # guards the converter every ba
     assert python_value("literal", "9007199254740993", XSD.integer) == 2**53 + 1
     assert python_value("literal", "INF", XSD.double) == float("inf")
     assert python_value("literal", "abc", XSD.integer) == "abc"
+
+
+def test_virtuoso_authenticated_endpoint(virtuoso_server) -> None:  # type: ignore[no-untyped-def]
+    url = f"{virtuoso_server.store_url}?user=dba&password={virtuoso_server.password}"
+    with open_store(url) as store:
+        assert store.endpoint.update_url.endswith("/sparql-auth")  # type: ignore[attr-defined]
+        try:
+            store.add([(S, P, literal(0.1))], graph=G1)
+            store.update(f"INSERT DATA {{ GRAPH <{G1}> {{ {S} {Q} 2 }} }}")
+            assert store.count(graph=G1) == 2
+        finally:
+            store.clear()
+    with open_store(f"{virtuoso_server.store_url}?user=dba&password=wrong") as store, \
+            pytest.raises(StoreUnavailable, match="Unauthorized"):
+        store.update(f"INSERT DATA {{ GRAPH <{G1}> {{ {S} {Q} 2 }} }}")

@@ -75,6 +75,8 @@ class Endpoint:
     union_param: str | None = None  # query parameter asking for the union default graph
     hidden_graphs: tuple[str, ...] = ()  # the server's own graphs
     dataset_post: bool = False  # GSP POST of N-Quads to gsp_url adds to the whole dataset
+    streaming_upload: bool = False  # takes a whole file as one chunked POST (Virtuoso stores
+    # nothing from a chunked body yet answers 201: it gets sized chunks instead)
     insert_batch: int = 20_000  # triples per INSERT DATA request when there is no GSP
     turtle_results: bool = False  # SELECT answers as Turtle (Virtuoso: JSON/XML cut doubles to 6 digits)
     extra_params: dict[str, str] = field(default_factory=dict)
@@ -106,16 +108,18 @@ def open_endpoint(url: str) -> SparqlStore:
         query_url = origin + (parts.path if parts.path not in ("", "/") else "/query")
         defaults = dict(update=origin + "/update", gsp=origin + "/store",
                         union="union-default-graph", default_graph=None)
-        extra: dict[str, Any] = dict(dataset_post="gsp" not in own)
+        extra: dict[str, Any] = dict(dataset_post="gsp" not in own, streaming_upload=True)
     elif flavour == "virtuoso":
         query_url = origin + (parts.path if parts.path not in ("", "/") else "/sparql")
-        defaults = dict(update=origin + ("/sparql-auth" if user else "/sparql"), gsp=None,
+        crud = "/sparql-graph-crud-auth" if user else "/sparql-graph-crud"
+        defaults = dict(update=origin + ("/sparql-auth" if user else "/sparql"), gsp=origin + crud,
                         union=None, default_graph=VIRTUOSO_DEFAULT_GRAPH)
         hidden = [*VIRTUOSO_SYSTEM_GRAPHS]
         for host in {origin, "http://localhost:8890", f"http://{parts.netloc}"}:
             hidden += [f"{host}/sparql", f"{host}/DAV/"]
-        extra = dict(hidden_graphs=tuple(dict.fromkeys(hidden)), insert_batch=10_000,
-                     turtle_results=True)
+        extra = dict(hidden_graphs=tuple(dict.fromkeys(hidden)), turtle_results=True,
+                     # its SPARQL compiler gives up near a few thousand triples per INSERT DATA
+                     insert_batch=1_000)
     elif flavour == "sparql":
         query_url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         defaults = dict(update=query_url, gsp=None, union=None, default_graph=None)
@@ -157,7 +161,7 @@ class SparqlStore(Store):
     def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
         total = 0
         it = iter(triples)
-        batch = 200_000 if self.endpoint.gsp_url else self.endpoint.insert_batch
+        batch = 100_000 if self.endpoint.gsp_url else self.endpoint.insert_batch
         while chunk := list(itertools.islice(it, batch)):
             body = "".join(f"{s} {p} {o} .\n" for s, p, o in chunk)
             blank = any(t[0].startswith("_:") or t[2].startswith("_:") for t in chunk)
@@ -175,7 +179,8 @@ class SparqlStore(Store):
         with path.open("rb") as raw:
             stream = counting_reader(raw, progress)
             source = gzip.GzipFile(fileobj=stream) if gzipped else stream
-            if self.endpoint.gsp_url and (fmt not in ("nquads", "trig") or self.endpoint.dataset_post):
+            if self.endpoint.gsp_url and self.endpoint.streaming_upload and (
+                    fmt not in ("nquads", "trig") or self.endpoint.dataset_post):
                 # the server parses the file itself: the fastest path
                 target = None if fmt in ("nquads", "trig") else (graph or self.endpoint.default_graph)
                 self._gsp_post(_read_chunks(source), RDF_FORMATS[fmt][0], target, what=str(path))
@@ -301,7 +306,10 @@ class SparqlStore(Store):
                 return result.response.read(), "turtle" in media
             return result.convert()
         except QueryBadFormed as exc:
-            raise syntax_error(_error_text(_body(exc), text)) from exc
+            body = _body(exc)
+            if "memory exhausted" in body:  # Virtuoso's parser: a request too large, not bad SPARQL
+                raise StoreError(f"{self.url} could not parse a request this large: {body[:300]}") from exc
+            raise syntax_error(_error_text(body, text)) from exc
         except (EndPointNotFound, Unauthorized) as exc:
             hint = " (add ?user=…&password=… to the store URL)" if isinstance(exc, Unauthorized) else ""
             raise StoreUnavailable(f"{self.url}: {type(exc).__name__}: {_body(exc)[:500]}{hint}") from exc
@@ -325,7 +333,7 @@ class SparqlStore(Store):
         """Write N-Triples text to ``graph``. Blank nodes keep their identity within one call."""
         target = graph or self.endpoint.default_graph
         if self.endpoint.gsp_url:
-            self._gsp_post([ntriples.encode("utf-8")], "application/n-triples", target,
+            self._gsp_post(ntriples.encode("utf-8"), "application/n-triples", target,
                            what="the triples")
             return
         body = f"GRAPH <{_checked_iri(target)}> {{\n{ntriples}}}" if target else f"\n{ntriples}"
@@ -333,7 +341,9 @@ class SparqlStore(Store):
         self._request(f"INSERT {{ {body} }} WHERE {{}}" if blank_nodes else f"INSERT DATA {{ {body} }}",
                       update=True)
 
-    def _gsp_post(self, body: Iterable[bytes], media_type: str, graph: str | None, *, what: str) -> None:
+    def _gsp_post(self, body: bytes | Iterator[bytes], media_type: str, graph: str | None, *,
+                  what: str) -> None:
+        """POST to the Graph Store Protocol endpoint: bytes with a length, or a stream (chunked)."""
         assert self.endpoint.gsp_url is not None and self._http is not None
         if graph is None and media_type in ("application/n-quads", "application/trig"):
             params: dict[str, str] = {}  # a dataset: its own graphs
@@ -343,7 +353,7 @@ class SparqlStore(Store):
             params = {"graph": _checked_iri(graph)}
         url = self.endpoint.gsp_url + ("?" + urlencode(params) if params else "")
         try:
-            response = self._http.post(url, content=iter(body),
+            response = self._http.post(url, content=body,
                                        headers={"content-type": media_type})
         except httpx.TransportError as exc:
             raise StoreUnavailable(f"cannot reach {self.endpoint.gsp_url}: {exc}") from exc
@@ -360,7 +370,8 @@ class SparqlStore(Store):
             # triples with blank nodes wait for one final request per graph, so each blank
             # node stays one node (chunks would split it)
             held: dict[str | None, list[ox.Triple]] = {}
-            while chunk := list(itertools.islice(quads, self.endpoint.insert_batch)):
+            batch = 100_000 if self.endpoint.gsp_url else self.endpoint.insert_batch
+            while chunk := list(itertools.islice(quads, batch)):
                 by_graph: dict[str | None, list[ox.Triple]] = {}
                 for q in chunk:
                     g = q.graph_name.value if isinstance(q.graph_name, ox.NamedNode) else graph
