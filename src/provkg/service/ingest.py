@@ -17,6 +17,7 @@ event arrives; a spec registered after its events re-types what was stored plain
 from __future__ import annotations
 
 import argparse
+import queue
 import sys
 import threading
 import time
@@ -34,7 +35,7 @@ from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.spec import Spec, load_spec
 from provkg.store import Store, open_store
-from provkg.term import id_from_iri, literal
+from provkg.term import Triple, id_from_iri, literal
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = [
@@ -103,15 +104,62 @@ def _retype_update(spec: Spec, *, base: str) -> str:
     return " ;\n".join(parts) if parts else "INSERT DATA { }"
 
 
+class _Writer:
+    """Adds batches to the store in a background thread, so mapping the next batch (Python)
+    overlaps with loading this one (the store's native code, which releases the GIL)."""
+
+    def __init__(self, store: Store, *, depth: int = 2):
+        self.store = store
+        self._queue: queue.Queue[list[Triple] | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="provkg-ingest-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            triples = self._queue.get()
+            try:
+                if triples is None:
+                    return
+                if self._error is None:
+                    self.store.add(triples)
+            except BaseException as exc:  # handed to the caller's thread by _check()
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise exc
+
+    def put(self, triples: list[Triple]) -> None:
+        self._check()
+        self._queue.put(triples)
+
+    def drain(self) -> None:
+        """Wait until everything put so far is in the store."""
+        self._queue.join()
+        self._check()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._check()
+
+
 class Ingestor:
     """One ingest session into one store: specs, the mapper's state, pending work.
 
     Thread-safe (a capture sink may call from its background thread). Call
     :meth:`finish` at the end so pending tasks and open section summaries are written.
+    ``pipeline=True`` loads each batch in a background thread while the next one is
+    mapped (bulk ingest); then triples are in the store only once :meth:`finish` returns.
     """
 
     def __init__(self, store: Store, *, specs: Mapping[str, Spec] | Iterable[Spec] | None = None,
-                 schema: str = "typed", base: str = DEFAULT_BASE, register: bool = True):
+                 schema: str = "typed", base: str = DEFAULT_BASE, register: bool = True,
+                 pipeline: bool = False):
         if schema not in SCHEMAS:
             raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
         self.store = store
@@ -121,6 +169,7 @@ class Ingestor:
         self.state = MapState(self.specs, schema=schema, base=base)
         self.report = IngestReport()
         self._lock = threading.Lock()
+        self._writer = _Writer(store) if pipeline else None
         items = specs.values() if isinstance(specs, Mapping) else (specs or [])
         for s in items:
             if register:
@@ -139,8 +188,7 @@ class Ingestor:
         batch = [e if isinstance(e, dict) else e.model_dump(exclude_none=True) for e in events]
         with self._lock:
             self._learn_runs(batch)
-            triples = map_batch(batch, self.state)
-            n = self.store.add(triples) if triples else 0
+            n = self._write(map_batch(batch, self.state))
             n += self._resolve_pending(batch)
             self._retract_stale()
             self.report.events += len(batch)
@@ -150,12 +198,40 @@ class Ingestor:
     def finish(self) -> IngestReport:
         """Write what the session still holds; the session's report (warnings included)."""
         with self._lock:
-            triples = finish(self.state)
-            if triples:
-                self.report.triples += self.store.add(triples)
+            self.report.triples += self._write(finish(self.state))
             self._retract_stale()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
             self.report.warnings = self.state.warnings()
             return self.report
+
+    def close(self) -> None:
+        """Stop the background writer without writing what is pending (after an error);
+        a no-op after :meth:`finish`."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # the error that stopped the session is already on its way
+                pass
+
+    def _write(self, triples: list[Triple]) -> int:
+        """Add ``triples`` (duplicates within the batch dropped: a task's begin and end
+        both state its class and links). Returns how many distinct triples were given."""
+        if not triples:
+            return 0
+        unique = list(set(triples))
+        if self._writer is not None:
+            self._writer.put(unique)
+        else:
+            self.store.add(unique)
+        return len(unique)
+
+    def _settle(self) -> None:
+        """Before reading or updating the store: let queued batches land."""
+        if self._writer is not None:
+            self._writer.drain()
 
     # -- order independence ------------------------------------------------
 
@@ -169,6 +245,7 @@ class Ingestor:
         if not unknown:
             return
         spec_prefix = self.base + "spec/"
+        self._settle()
         for chunk in _chunks(sorted(unknown), 200):
             values = " ".join(self.state.mint.run(r) for r in chunk)
             rows = self.store.select(
@@ -186,6 +263,7 @@ class Ingestor:
         if not arrived:
             return 0
         written = 0
+        self._settle()
         for chunk in _chunks(arrived, 200):
             values = " ".join(self.state.mint.run(r) for r in chunk)
             rows = self.store.select(
@@ -194,8 +272,8 @@ class Ingestor:
             if not rows.rows:
                 continue
             events = [orjson.loads(str(ev)) for _, _, ev in rows.rows]
-            triples = map_batch(events, self.state)
-            written += self.store.add(triples) if triples else 0
+            written += self._write(map_batch(events, self.state))
+            self._settle()
             self.store.update(f"DELETE {{ ?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?e }} "
                               f"WHERE {{ VALUES ?run {{ {values} }} ?t {PK.pendingRun} ?run ; "
                               f"{PK.pendingEvent} ?e }}")
@@ -204,6 +282,7 @@ class Ingestor:
     def _retract_stale(self) -> None:
         summaries = self.state.summaries
         if summaries is not None and summaries.retract:
+            self._settle()
             for chunk in _chunks(summaries.retract, 2000):
                 self.store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
             summaries.retract.clear()
@@ -225,16 +304,19 @@ def ingest_events(store: Store, events: Iterable[Any], *,
         MappingError: unknown schema or a malformed event.  StoreError: the store refused data.
     """
     started = time.perf_counter()
-    ing = Ingestor(store, specs=specs, schema=schema, base=base)
+    ing = Ingestor(store, specs=specs, schema=schema, base=base, pipeline=True)
     batch: list[Any] = []
-    for e in events:
-        batch.append(e)
-        if len(batch) >= batch_size:
+    try:
+        for e in events:
+            batch.append(e)
+            if len(batch) >= batch_size:
+                ing.ingest(batch)
+                batch = []
+        if batch:
             ing.ingest(batch)
-            batch = []
-    if batch:
-        ing.ingest(batch)
-    report = ing.finish()
+        report = ing.finish()
+    finally:
+        ing.close()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -254,7 +336,7 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
     """
     started = time.perf_counter()
     files = event_files(list(paths))
-    ing = Ingestor(store, specs=specs, schema=schema, base=base)
+    ing = Ingestor(store, specs=specs, schema=schema, base=base, pipeline=True)
     torn: list[str] = []
     bar = _progress_bar(total_bytes(files), enabled=progress)
     try:
@@ -265,9 +347,10 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
                 bar.set_postfix_str(f"{ing.report.events:,} events, {ing.report.triples:,} triples",
                                     refresh=False)
             ing.report.files += 1
+        report = ing.finish()
     finally:
         bar.close()
-    report = ing.finish()
+        ing.close()
     report.warnings = torn + report.warnings
     report.seconds = time.perf_counter() - started
     return report
