@@ -107,3 +107,24 @@ def test_typed_and_tagged_have_the_same_number_of_triples(events: list[dict]) ->
             v.pop("id", None)
     assert len(_graph(events, "typed")) == len(_graph(events, "tagged"))
     assert map_spec(SPEC, schema="typed")  # and both prospective parts map
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.floats(0, 253402300799, allow_nan=False), st.integers(0, 253402300799),
+                 st.integers(0, 2**33).map(lambda n: n / 8), st.integers(0, 2**40).map(lambda n: n / 2e6)))
+def test_the_mappers_fast_times_equal_term_datetime_literal(seconds: float) -> None:
+    from provkg.mapper.common import _fast_datetime_literal
+    from provkg.term import datetime_literal
+
+    assert _fast_datetime_literal(seconds, {}) == datetime_literal(seconds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids)
+def test_the_mappers_fast_iris_equal_mint_iri(ident: str) -> None:
+    from provkg.mapper.common import Minter
+    from provkg.term import mint_iri
+
+    m = Minter("https://example.org/base/")
+    assert m.task(ident) == "<" + mint_iri("task", ident, base="https://example.org/base/") + ">"
+    assert m.value(ident) == "<" + mint_iri("value", ident, base="https://example.org/base/") + ">"

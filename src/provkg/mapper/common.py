@@ -4,6 +4,7 @@ a stream of events carries (which run belongs to which workflow, unknown names s
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from provkg.mapper import tagged, typed
 from provkg.mapper.terms import PL
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
-from provkg.vocab import DEFAULT_BASE
+from provkg.vocab import DEFAULT_BASE, XSD
 
 __all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapState", "as_dict",
            "domain_term"]
@@ -24,8 +25,15 @@ __all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapStat
 SCHEMAS = ("typed", "tagged", "sprov")
 
 
+#: ids made only of characters ``mint_iri`` leaves as they are (then quoting is a no-op)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.\-~:@/]*")
+
+
 class Minter:
-    """``<iri>`` terms of instances under one base, memoised (parents and runs repeat)."""
+    """``<iri>`` terms of instances under one base, memoised (parents and runs repeat).
+
+    Same IRIs as :func:`provkg.term.mint_iri`; ids that need no percent-encoding skip it.
+    """
 
     def __init__(self, base: str = DEFAULT_BASE):
         self.base = base
@@ -36,8 +44,12 @@ class Minter:
 
     def _kind(self, kind: str) -> Any:
         base = self.base
+        prefix = "<" + base + kind + "/"
+        plain = _PLAIN_ID.fullmatch
 
         def mint(ident: str) -> str:
+            if plain(ident):
+                return prefix + ident + ">"
             return "<" + mint_iri(kind, ident, base=base) + ">"
 
         return mint
@@ -124,6 +136,7 @@ class MapState:
         self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
         self.unresolved_runs: Counter[str] = Counter()
         self.bad_times = 0
+        self._second_text: dict[int, str] = {}
         self._terms: dict[str, tuple[int, WorkflowTerms]] = {}
         #: per-section summaries (granularity: summary), created on first need
         self.summaries: Any = None
@@ -163,9 +176,10 @@ class MapState:
         return at
 
     def time(self, seconds: float) -> str | None:
-        """The xsd:dateTime literal of an event time; None (and counted) past year 9999."""
+        """The xsd:dateTime literal of an event time (exactly ``term.datetime_literal``);
+        None (and counted) past the year 9999."""
         try:
-            return datetime_literal(seconds)
+            return _fast_datetime_literal(seconds, self._second_text)
         except (ValueError, OverflowError, OSError):
             self.bad_times += 1
             return None
@@ -184,6 +198,27 @@ class MapState:
         if self.bad_times:
             out.append(f"{self.bad_times} events have a time past the year 9999: their times were not stored")
         return out
+
+
+_DATETIME_SUFFIX = 'Z"^^<' + XSD.dateTime + ">"
+
+
+def _fast_datetime_literal(seconds: float, cache: dict[int, str]) -> str:
+    """``term.datetime_literal(seconds)`` without ``strftime`` per call: the date and time
+    of day are cached per whole second; microseconds are rounded as ``datetime`` does
+    (half to even on the fraction). ``tests/test_mapper_properties.py`` checks equality."""
+    frac, whole = math.modf(seconds)
+    us = round(frac * 1e6)
+    sec = int(whole)
+    if us >= 1_000_000:
+        us -= 1_000_000
+        sec += 1
+    text = cache.get(sec)
+    if text is None:
+        if len(cache) > 65536:
+            cache.clear()
+        text = cache[sec] = '"' + datetime_literal(sec)[1:20]
+    return f"{text}.{us:06d}{_DATETIME_SUFFIX}"
 
 
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
