@@ -24,6 +24,10 @@ _FINISHED = literal("finished")
 _RUN_STATUS = {"finished": _FINISHED, "failed": literal("failed")}
 _FAILED = literal("failed")
 _ANYURI = XSD.anyURI
+_INTEGER = '"{}"^^<' + XSD.integer + ">"
+_INFLUENCED_BY, _INFORMED_BY = P.wasInfluencedBy, P.wasInformedBy
+_STARTED, _ENDED, _INDEX = P.startedAtTime, P.endedAtTime, PK.index
+_USED, _GENERATED_BY, _DERIVED_FROM, _VALUE = P.used, P.wasGeneratedBy, P.wasDerivedFrom, P.value
 
 
 def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]]) -> None:
@@ -67,39 +71,46 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     run's workflow is not known yet (then only what does not depend on it is written,
     plus a pending record: see :func:`pending_triples`).
     """
+    # the hot path of bulk ingest: locals and module constants instead of lookups
     task_id = e["id"]
-    t = st.mint.task(task_id)
+    mint = st.mint
+    t = mint.task(task_id)
+    append = out.append
     if tt is not None:
-        out.append((t, A, tt.execution_class))
-        out.append((t, P.wasInfluencedBy, tt.term))
+        append((t, A, tt.execution_class))
+        append((t, _INFLUENCED_BY, tt.term))
     when = st.time(e["time"])
+    get = e.get
     if e["event"] == "begin":
         if when is not None:
-            out.append((t, P.startedAtTime, when))
+            append((t, _STARTED, when))
     else:
         if when is not None:
-            out.append((t, P.endedAtTime, when))
-        if e.get("status") == "failed":
-            out.append((t, PK.status, _FAILED))
-        if e.get("message") is not None:
-            out.append((t, PK.message, literal(e["message"])))
-    parent = e.get("parent")
+            append((t, _ENDED, when))
+        if get("status") == "failed":
+            append((t, PK.status, _FAILED))
+        if get("message") is not None:
+            append((t, PK.message, literal(e["message"])))
+    parent = get("parent")
     if parent is not None:
-        out.append((t, P.wasInformedBy, st.mint.task(parent)))
+        append((t, _INFORMED_BY, mint.task(parent)))
     else:
-        out.append((t, PL.isPartOf, st.mint.run(e["workflow_id"])))
-    deps = e.get("dependencies")
+        append((t, PL.isPartOf, mint.run(e["workflow_id"])))
+    deps = get("dependencies")
     if deps:
         for d in deps:
-            out.append((t, P.wasInformedBy, st.mint.task(d)))
-    index = e.get("index")
+            append((t, _INFORMED_BY, mint.task(d)))
+    index = get("index")
     if index is not None:
-        out.append((t, PK.index, literal(index)))
-    _agent(e, t, st, out)
-    if e.get("used"):
-        _values(e["used"], t, task_id, wt, tt, st, out, used=True, plain=False)
-    if e.get("generated"):
-        _values(e["generated"], t, task_id, wt, tt, st, out, used=False, plain=False)
+        append((t, _INDEX, _INTEGER.format(index) if type(index) is int else literal(index)))
+    if get("agent") is not None:
+        _agent(e, t, st, out)
+    used = get("used")
+    if used:
+        _values(used, t, task_id, wt, tt, st, out, used=True, plain=False)
+    generated = get("generated")
+    if generated:
+        _values(generated, t, task_id, wt, tt, st, out, used=False, plain=False)
 
 
 def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[tuple[str, str, str]]) -> None:
@@ -116,32 +127,37 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
             *, used: bool, plain: bool) -> None:
     """``plain``: values of a workflow run itself (no transformation): plain PROVLake."""
     mint_value = st.mint.value
+    append = out.append
+    attributes = tt.attributes if tt is not None else None
     for v in values:
+        get = v.get
         name = v["name"]
-        vid = v.get("id") or v.get("location") or default_value_id(owner_id, name, used=used)
+        vid = get("id") or get("location") or default_value_id(owner_id, name, used=used)
         vt = mint_value(vid)
         if used:
-            out.append((execution, P.used, vt))
+            append((execution, _USED, vt))
         else:
-            out.append((vt, P.wasGeneratedBy, execution))
-        if tt is not None:
-            aterm, vclass, _ = st.attribute(wt, tt, name)  # type: ignore[arg-type]
-            out.append((vt, A, vclass))
-            out.append((vt, P.wasDerivedFrom, aterm))
+            append((vt, _GENERATED_BY, execution))
+        if attributes is not None:
+            at = attributes.get(name)
+            if at is None or not at[2]:  # not declared: plain, and counted
+                at = st.attribute(wt, tt, name)  # type: ignore[arg-type]
+            append((vt, A, at[1]))
+            append((vt, _DERIVED_FROM, at[0]))
         elif plain:
-            out.append((vt, A, PL.AttributeValue))
-        x = v.get("value")
+            append((vt, A, PL.AttributeValue))
+        x = get("value")
         if x is not None:
-            out.append((vt, P.value, literal(x)))
-        loc = v.get("location")
+            append((vt, _VALUE, literal(x)))
+        loc = get("location")
         if loc is not None:
-            out.append((vt, PL.location, literal(loc, _ANYURI)))
-            out.append((vt, A, PL.DataReference))
-        dom = v.get("domain")
+            append((vt, PL.location, literal(loc, _ANYURI)))
+            append((vt, A, PL.DataReference))
+        dom = get("domain")
         if dom is not None:
-            out.append((vt, PL.denotes, domain_term(dom)))
-        for src in v.get("derived_from") or ():
-            out.append((vt, P.wasDerivedFrom, mint_value(src)))
+            append((vt, PL.denotes, domain_term(dom)))
+        for src in get("derived_from") or ():
+            append((vt, _DERIVED_FROM, mint_value(src)))
 
 
 def _compact(x: Any) -> Any:
