@@ -1,0 +1,196 @@
+"""Use case: ask a store lifecycle questions (canned queries) or read-only SPARQL.
+
+>>> [q.name for q in query_catalog()][:2]
+['q1', 'q2']
+>>> query_form("PREFIX p: <http://x/> # comment\\nSELECT * WHERE { ?s ?p ?o }")
+'SELECT'
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import sys
+from typing import Any
+
+from provkg.errors import BadParameter
+from provkg.queries.catalog import CannedQuery, canned_queries, get_query
+from provkg.store import Rows, Store, open_store
+from provkg.term import Triple, ntriples_line
+from provkg.vocab import DEFAULT_BASE
+
+__all__ = [
+    "query_catalog", "render_query", "run_query", "run_sparql", "query_form", "format_rows",
+    "cmd_query", "cmd_sparql",
+]
+
+_READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
+_UPDATE_WORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
+                 "WITH")
+# comments, strings and IRIs blanked before looking at keywords
+_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                    r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
+_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[\w\-.]*:\s*<>|BASE\s*<>)\s*)*", re.IGNORECASE)
+
+
+def query_catalog() -> list[CannedQuery]:
+    """Every canned query (``.name``, ``.question``, ``.parameters``, ``.columns``)."""
+    return canned_queries()
+
+
+def render_query(name: str, params: dict[str, object], *, schema: str = "typed",
+                 base: str = DEFAULT_BASE) -> str:
+    """The SPARQL canned query ``name`` runs for ``params`` on ``schema``.
+
+    Raises:
+        UnknownQuery: no such query.  BadParameter: a missing or malformed parameter.
+    """
+    return get_query(name).render(params, schema=schema, base=base)
+
+
+def run_query(store: Store, name: str, params: dict[str, object], *, schema: str = "typed",
+              base: str = DEFAULT_BASE, timeout: float | None = None) -> Rows:
+    """Run canned query ``name`` on ``store``: rows in the query's fixed columns.
+
+    Raises:
+        UnknownQuery, BadParameter, StoreError (and QueryTimeout past ``timeout``).
+    """
+    query = get_query(name)
+    text = query.render(params, schema=schema, base=base)
+    rows = store.select(text, timeout=timeout)
+    return Rows(list(query.columns), query.finish(rows.columns, rows.rows))
+
+
+def query_form(text: str) -> str:
+    """The form of a SPARQL request: SELECT, ASK, CONSTRUCT, DESCRIBE, or UPDATE."""
+    body = _PROLOGUE.sub("", _NOISE.sub(lambda m: "<>" if m.group(0).startswith("<") else " ", text))
+    word = re.match(r"\s*([A-Za-z]+)", body)
+    first = word.group(1).upper() if word else ""
+    if first in _READ_FORMS:
+        return first
+    if first in _UPDATE_WORDS:
+        return "UPDATE"
+    raise BadParameter("not a SPARQL query: expected SELECT, ASK, CONSTRUCT or DESCRIBE "
+                       "after the PREFIX / BASE lines")
+
+
+def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows | bool | list[Triple]:
+    """Run a read-only SPARQL query: rows for SELECT, a bool for ASK, triples for
+    CONSTRUCT / DESCRIBE.
+
+    Raises:
+        BadParameter: an update (INSERT, DELETE, LOAD, CLEAR, DROP, ...) or a SERVICE call,
+            refused because this entry point is read-only and must not fetch URLs.
+        QuerySyntaxError: the query does not parse.
+    """
+    form = query_form(text)
+    if form == "UPDATE":
+        raise BadParameter("read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, ...) "
+                           "are refused here; load data with `provkg load` / `provkg ingest`")
+    if re.search(r"\bSERVICE\b", _NOISE.sub(" ", text), re.IGNORECASE):
+        raise BadParameter("read-only: SERVICE (federated queries) is refused; it would make "
+                           "the store fetch other URLs")
+    if form == "SELECT":
+        return store.select(text, timeout=timeout)
+    if form == "ASK":
+        return store.ask(text)
+    return store.construct(text)
+
+
+# -- output ----------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+
+
+def format_rows(rows: Rows, fmt: str) -> str:
+    """Rows as ``json`` (``{"columns": [...], "rows": [[...]]}``, numbers as numbers), ``csv``,
+    or a ``table`` for people."""
+    if fmt == "json":
+        return json.dumps({"columns": rows.columns,
+                           "rows": [[_plain(v) for v in r] for r in rows.rows]})
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(rows.columns)
+        writer.writerows([["" if v is None else v for v in r] for r in rows.rows])
+        return out.getvalue().rstrip("\n")
+    return _table(rows.columns, [[("" if v is None else str(v)) for v in r] for r in rows.rows])
+
+
+def _table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in cells:
+        table.add_row(*r)
+    console = Console(file=io.StringIO(), width=max(80, Console().width), force_terminal=False)
+    console.print(table)
+    return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
+
+
+def _catalog_rows() -> Rows:
+    rows = []
+    for q in query_catalog():
+        params = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in q.parameters)
+        rows.append([q.name, params, ", ".join(q.columns), "/".join(q.schemas), q.question])
+    return Rows(["name", "parameters", "columns", "schemas", "question"], rows)
+
+
+def _parse_param_args(items: list[str]) -> dict[str, object]:
+    params: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadParameter(f"--param expects NAME=VALUE, got {item!r}")
+        params[key.strip()] = value
+    return params
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """``provkg query NAME --param k=v ... | --list``."""
+    if args.list or not args.name:
+        if not args.list:
+            print("give a query name, or --list for the catalog", file=sys.stderr)
+        print(format_rows(_catalog_rows(), args.format))
+        return 0 if args.list else 2
+    params = _parse_param_args(args.param)
+    if args.show:
+        print(render_query(args.name, params, schema=args.schema))
+        return 0
+    get_query(args.name).parse(params)  # bad parameters fail before the store is opened
+    with open_store(args.store) as store:
+        rows = run_query(store, args.name, params, schema=args.schema)
+    print(format_rows(rows, args.format))
+    return 0
+
+
+def cmd_sparql(args: argparse.Namespace) -> int:
+    """``provkg sparql FILE.rq`` (``-`` for stdin): read-only."""
+    if args.file == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            from provkg.errors import NotFound
+
+            raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
+    query_form(text)  # refuse non-queries before opening the store
+    with open_store(args.store) as store:
+        result = run_sparql(store, text)
+    if isinstance(result, bool):
+        print(json.dumps({"boolean": result}) if args.format == "json" else str(result).lower())
+    elif isinstance(result, list):
+        sys.stdout.write("".join(ntriples_line(t) for t in result))
+    else:
+        print(format_rows(result, args.format))
+    return 0
