@@ -106,27 +106,43 @@ def _retype_update(spec: Spec, *, base: str) -> str:
 
 class _Writer:
     """Adds batches to the store in a background thread, so mapping the next batch (Python)
-    overlaps with loading this one (the store's native code, which releases the GIL)."""
+    overlaps with loading this one (the store's native code, which releases the GIL).
 
-    def __init__(self, store: Store, *, depth: int = 2):
+    Small batches are gathered up to ``min_triples`` first: each bulk load into an on-disk
+    Oxigraph store has a fixed cost, so fewer, larger loads are much faster."""
+
+    _FLUSH = object()
+
+    def __init__(self, store: Store, *, depth: int = 4, min_triples: int = 250_000):
         self.store = store
-        self._queue: queue.Queue[list[Triple] | None] = queue.Queue(maxsize=depth)
+        self.min_triples = min_triples
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._buffer: list[Triple] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="provkg-ingest-writer", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
-            triples = self._queue.get()
+            item = self._queue.get()
             try:
-                if triples is None:
-                    return
-                if self._error is None:
-                    self.store.add(triples)
+                if item is None or item is self._FLUSH:
+                    self._add_buffer()
+                    if item is None:
+                        return
+                else:
+                    self._buffer.extend(item)
+                    if len(self._buffer) >= self.min_triples:
+                        self._add_buffer()
             except BaseException as exc:  # handed to the caller's thread by _check()
                 self._error = exc
             finally:
                 self._queue.task_done()
+
+    def _add_buffer(self) -> None:
+        buffer, self._buffer = self._buffer, []
+        if buffer and self._error is None:
+            self.store.add(set(buffer))  # a task's begin and end may sit in different batches
 
     def _check(self) -> None:
         if self._error is not None:
@@ -139,6 +155,7 @@ class _Writer:
 
     def drain(self) -> None:
         """Wait until everything put so far is in the store."""
+        self._queue.put(self._FLUSH)
         self._queue.join()
         self._check()
 
