@@ -213,6 +213,7 @@ def machine() -> dict[str, object]:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average_at_start": round(os.getloadavg()[0], 1),
         "pyoxigraph": version("pyoxigraph"),
         "oxigraph_server": version("oxigraph"),
         "rdflib": version("rdflib"),
@@ -237,7 +238,8 @@ def write_results(rows: list[dict[str, object]], info: dict[str, object]) -> Non
         "# Load rate per store backend",
         "",
         f"Measured {info['date']} on {info['platform']}, {info['cpus']} CPUs, "
-        f"{info['memory_gib']} GiB (shared with other work: figures are noisy).",
+        f"{info['memory_gib']} GiB, load average {info.get('load_average_at_start', '?')} at the "
+        "start (the machine is shared: compare rows of one run, not runs).",
         f"pyoxigraph {info['pyoxigraph']}, oxigraph server {info['oxigraph_server']}, "
         f"rdflib {info['rdflib']}, SPARQLWrapper {info['sparqlwrapper']}, {info['virtuoso']}.",
         "",
