@@ -35,7 +35,7 @@ def test_virtuoso_ini_is_private_and_raised(virtuoso_server: VirtuosoServer) -> 
     assert "ResultSetMaxRows = 10000000" in ini
     assert str(virtuoso_server.bulk_dirs[0]) in ini
     assert "/var/lib/virtuoso-opensource-7/db" not in ini
-    assert not [line for line in ini.splitlines() if line.startswith("Load")]  # plugins off
+    assert not [line for line in ini.splitlines() if line.startswith("Load") and line[4:5].isdigit()]  # plugins off
 
 
 def test_virtuoso_does_not_cut_large_results(virtuoso_server: VirtuosoServer) -> None:
