@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from mapper_support import SPEC_YAML, WORKFLOW, lifecycle_events, lifecycle_spec
 
-from mapper_support import WORKFLOW, SPEC_YAML, lifecycle_events, lifecycle_spec
 from provkg import capture
 from provkg.service.ingest import Ingestor, StoreSink, ingest_events, register_spec
 from provkg.store import Store

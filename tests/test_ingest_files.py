@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 import zstandard
-
 from mapper_support import SPEC_YAML, WORKFLOW, lifecycle_events, lifecycle_spec
+
 from provkg import capture
 from provkg.cli import main
 from provkg.errors import BadEvent, BadParameter, NotFound
@@ -82,9 +82,8 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path) -> None:
     bad = dict(events[1], time="yesterday")
     path = tmp_path / "bad.jsonl"
     path.write_bytes(_jsonl(events[:1] + [bad] + events[2:]))
-    with open_store("memory:") as store:
-        with pytest.raises(BadEvent, match=r"bad\.jsonl:2: time"):
-            ingest_paths(store, [path], progress=False)
+    with open_store("memory:") as store, pytest.raises(BadEvent, match=r"bad\.jsonl:2: time"):
+        ingest_paths(store, [path], progress=False)
     path.write_bytes(_jsonl(events[:1]) + b"{broken\n" + _jsonl(events[1:]))
     with open_store("memory:") as store:
         with pytest.raises(BadEvent, match=r"bad\.jsonl:2: not JSON"):

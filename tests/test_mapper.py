@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pyoxigraph as ox
 import pytest
-
 from mapper_support import WORKFLOW, lifecycle_events, lifecycle_spec
+
 from provkg.errors import MappingError
 from provkg.events import parse_event
 from provkg.mapper import MapState, finish, map_batch, map_events, map_spec
@@ -107,13 +107,13 @@ def test_typed_prospective_part_has_classes_links_concepts_and_stores() -> None:
 def test_typed_and_tagged_give_the_same_number_of_retrospective_triples() -> None:
     typed, tagged = graph("typed"), graph("tagged")
     assert len(typed) == len(tagged)
-    not_types = lambda g: {t for t in g if t[1] != TYPE}  # noqa: E731
+    not_types = lambda g: {t for t in g if t[1] != TYPE}
     assert not_types(typed) == not_types(tagged)
 
 
 def test_literals_keep_their_json_types_and_parse_as_ntriples() -> None:
     g = graph("typed")
-    value = lambda v: objects(g, T("value", v), PROV.value)  # noqa: E731
+    value = lambda v: objects(g, T("value", v), PROV.value)
     assert value("run-1/training-0/used/epochs") == {f'"2"^^<{XSD.integer}>'}
     assert value("run-1/training-0/used/learning_rate") == {f'"0.01"^^<{XSD.double}>'}
     assert value("run-1/training-0/used/augment") == {f'"true"^^<{XSD.boolean}>'}
@@ -258,7 +258,7 @@ def lifecycle_spec_text_with_summary() -> str:
 def test_sprov_maps_runs_components_invocations_and_changes() -> None:
     spec = lifecycle_spec()
     g = graph("sprov")
-    sp = lambda n: iri(SPROV.term(n))  # noqa: E731
+    sp = lambda n: iri(SPROV.term(n))
     assert types_of(g, T("run", "run-1")) == {sp("WFExecution")}
     inv = T("task", "run-1/training-0/epoch-1")
     assert types_of(g, inv) == {sp("Invocation")}

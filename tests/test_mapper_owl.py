@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mapper_support import WORKFLOW, lifecycle_events, lifecycle_spec
+
 from provkg.mapper import map_events, map_spec
 from provkg.ontology import load_owlready_world, run_reasoner
 from provkg.vocab import PROVML

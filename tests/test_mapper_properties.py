@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyoxigraph as ox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mapper_support import WORKFLOW, lifecycle_spec
+
 from provkg.events import parse_event
 from provkg.mapper import MapState, finish, map_events, map_spec
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from mapper_support import SPEC_YAML, lifecycle_spec
+
 from provkg.cli import main
 from provkg.errors import BadSpec, NotFound
 from provkg.spec import expand_curie, load_spec, parse_spec

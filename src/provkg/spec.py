@@ -29,8 +29,17 @@ from provkg.term import is_valid_iri
 from provkg.vocab import PREFIXES
 
 __all__ = [
-    "KINDS", "ROLES", "PHASES", "Attribute", "Transformation", "DataStore", "Spec",
-    "load_spec", "parse_spec", "expand_curie", "cmd_validate",
+    "KINDS",
+    "PHASES",
+    "ROLES",
+    "Attribute",
+    "DataStore",
+    "Spec",
+    "Transformation",
+    "cmd_validate",
+    "expand_curie",
+    "load_spec",
+    "parse_spec",
 ]
 
 KINDS = ("transformation", "training", "validation", "evaluation", "section",

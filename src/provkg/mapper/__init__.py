@@ -27,7 +27,7 @@ from provkg.spec import Spec
 from provkg.term import Triple
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["SCHEMAS", "MapState", "map_spec", "map_events", "map_batch", "finish"]
+__all__ = ["SCHEMAS", "MapState", "finish", "map_batch", "map_events", "map_spec"]
 
 _CHUNK = 4096
 

@@ -19,8 +19,15 @@ from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
 from provkg.vocab import DEFAULT_BASE, XSD
 
-__all__ = ["SCHEMAS", "Minter", "TransformationTerms", "WorkflowTerms", "MapState", "as_dict",
-           "domain_term"]
+__all__ = [
+    "SCHEMAS",
+    "MapState",
+    "Minter",
+    "TransformationTerms",
+    "WorkflowTerms",
+    "as_dict",
+    "domain_term",
+]
 
 SCHEMAS = ("typed", "tagged", "sprov")
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from provkg.mapper import tagged, typed
 from provkg.mapper.common import Minter
-from provkg.mapper.terms import A, LABEL, PL, term_of
+from provkg.mapper.terms import LABEL, PL, A, term_of
 from provkg.spec import Spec
 from provkg.term import Triple, literal
 

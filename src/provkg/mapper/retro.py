@@ -13,12 +13,12 @@ import json
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, domain_term, TransformationTerms, WorkflowTerms
-from provkg.mapper.terms import A, LABEL, P, PK, PL
-from provkg.term import iri, literal
+from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms, domain_term
+from provkg.mapper.terms import LABEL, PK, PL, A, P
+from provkg.term import literal
 from provkg.vocab import XSD
 
-__all__ = ["map_workflow_event", "map_task_event", "pending_triples"]
+__all__ = ["map_task_event", "map_workflow_event", "pending_triples"]
 
 _FINISHED = literal("finished")
 _RUN_STATUS = {"finished": _FINISHED, "failed": literal("failed")}

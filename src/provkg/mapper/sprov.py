@@ -35,13 +35,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, domain_term, Minter, TransformationTerms, WorkflowTerms
-from provkg.mapper.terms import A, LABEL, P, PK, PL, PO, SP
+from provkg.mapper.common import MapState, Minter, TransformationTerms, WorkflowTerms, domain_term
+from provkg.mapper.terms import LABEL, PK, PL, PO, SP, A, P
 from provkg.spec import Spec
-from provkg.term import Triple, iri, literal
+from provkg.term import Triple, literal
 from provkg.vocab import XSD
 
-__all__ = ["prospective_triples", "map_workflow_event", "map_task_event"]
+__all__ = ["map_task_event", "map_workflow_event", "prospective_triples"]
 
 _PARAMETER_ROLES = ("hyperparameter", "model_hyperparameter")
 

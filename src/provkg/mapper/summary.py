@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
-from provkg.mapper.terms import A, P, PK
+from provkg.mapper.terms import PK, A, P
 from provkg.term import Triple, literal, mint_iri
 
 __all__ = ["SectionSummaries"]
@@ -32,7 +32,7 @@ class _Measure:
     low: Any = None
     high: Any = None
 
-    def add(self, x: int | float) -> None:
+    def add(self, x: float) -> None:
         self.count += 1
         self.total += Fraction(x)
         if self.low is None or x < self.low:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from provkg.mapper.terms import P
 
-__all__ = ["KIND_TAG", "SECTION_TAG", "ROLE_TAG", "AGENT_CLASS", "transformation_tag"]
+__all__ = ["AGENT_CLASS", "KIND_TAG", "ROLE_TAG", "SECTION_TAG", "transformation_tag"]
 
 #: spec kind -> tag of the prospective transformation (None: no tag)
 KIND_TAG: dict[str, str | None] = {

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from provkg.mapper.terms import PK, PL, PML
 
-__all__ = ["TRANSFORMATION_CLASS", "EXECUTION_CLASS", "SECTION_EXECUTION_CLASS",
-           "ATTRIBUTE_CLASS", "VALUE_CLASS", "run_class", "AGENT_CLASS"]
+__all__ = [
+    "AGENT_CLASS",
+    "ATTRIBUTE_CLASS",
+    "EXECUTION_CLASS",
+    "SECTION_EXECUTION_CLASS",
+    "TRANSFORMATION_CLASS",
+    "VALUE_CLASS",
+    "run_class",
+]
 
 #: spec kind -> prospective class
 TRANSFORMATION_CLASS = {

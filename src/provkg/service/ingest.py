@@ -30,7 +30,7 @@ import orjson
 
 from provkg.errors import MappingError
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec
-from provkg.mapper.terms import A, P, PK, PL
+from provkg.mapper.terms import PK, PL, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.spec import Spec, load_spec
@@ -39,8 +39,17 @@ from provkg.term import Triple, id_from_iri, literal
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = [
-    "IngestReport", "Ingestor", "StoreSink", "register_spec", "ingest_events", "ingest_paths",
-    "link_value", "check_links", "cmd_ingest", "cmd_link", "cmd_check_links",
+    "IngestReport",
+    "Ingestor",
+    "StoreSink",
+    "check_links",
+    "cmd_check_links",
+    "cmd_ingest",
+    "cmd_link",
+    "ingest_events",
+    "ingest_paths",
+    "link_value",
+    "register_spec",
 ]
 
 

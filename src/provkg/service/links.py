@@ -15,12 +15,12 @@ import sys
 import time
 
 from provkg.errors import NotFound
-from provkg.mapper.terms import A, LABEL, P, PK, PL
+from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.store import Store, open_store
 from provkg.term import datetime_literal, id_from_iri, iri, is_valid_iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE, XSD
 
-__all__ = ["link_value", "check_links", "cmd_link", "cmd_check_links"]
+__all__ = ["check_links", "cmd_check_links", "cmd_link", "link_value"]
 
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
