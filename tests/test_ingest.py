@@ -159,6 +159,22 @@ def test_summaries_survive_sections_arriving_after_their_parent_ended(embedded_s
     assert counts == [[4], [4]]
 
 
+def test_summaries_are_complete_when_an_epoch_spans_several_sessions(embedded_store: Store) -> None:
+    spec = lifecycle_spec(SPEC_YAML.replace("    of: epoch\n", "    of: epoch\n    granularity: summary\n"))
+    events = lifecycle_events(trainings=2, epochs=2, batches=5)
+    for i in range(0, len(events), 4):  # like the API: every few events a session of its own
+        session = Ingestor(embedded_store, specs=[spec])
+        session.ingest(events[i:i + 4])
+        session.finish()
+    assert not embedded_store.ask(PREFIX + "ASK { ?t provkg:pendingEvent ?e }")
+    split = everything(embedded_store)
+    embedded_store.clear()
+    ingest_events(embedded_store, events, specs=[spec])
+    assert split == everything(embedded_store)
+    counts = embedded_store.select(PREFIX + "SELECT ?n WHERE { ?s provkg:executionCount ?n }").rows
+    assert counts == [[5]] * 4
+
+
 def test_store_sink_maps_what_the_capture_library_sends(embedded_store: Store) -> None:
     sink = StoreSink(embedded_store, [lifecycle_spec()])
     with capture.workflow(WORKFLOW, sink=sink, run_id="captured", agent="bob") as wf:

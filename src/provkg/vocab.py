@@ -264,6 +264,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     # ingest (issue 4): task events waiting for their run's workflow event
     pendingRun: str
     pendingEvent: str
+    pendingParent: str
     # section summaries (spec `granularity: summary`)
     SectionSummary: str
     MeasureSummary: str

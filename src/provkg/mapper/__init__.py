@@ -87,11 +87,13 @@ def map_batch(events: Iterable[Any], st: MapState) -> list[Triple]:
 
 
 def finish(st: MapState) -> list[Triple]:
-    """What a session still holds: pending tasks (with pending records) and the
-    summaries of sections whose parent never ended."""
+    """What a session still holds, as triples: tasks whose run never came (pending
+    records) and summary sections whose parent has not ended (pending records in a
+    session; their summaries when ``map_events`` had the whole stream)."""
     out = _flush_pending(st)
     if st.summaries is not None:
-        out.extend(st.summaries.flush_all())
+        summaries = st.summaries
+        out.extend(summaries.park_all() if st.summary_close_on_end else summaries.flush_all())
     return out
 
 

@@ -202,6 +202,10 @@ class MapState:
                 for (w, t, a), n in sorted(self.unknown_attributes.items())]
         out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
+        parked = self.summaries.parked if self.summaries is not None else 0
+        if parked:
+            out.append(f"{parked} parents had not ended when the session did: their summary "
+                       "sections are kept as pending records until the parent's end event arrives")
         if self.bad_times:
             out.append(f"{self.bad_times} events have a time past the year 9999: their times were not stored")
         return out

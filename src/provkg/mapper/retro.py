@@ -168,10 +168,14 @@ def _compact(x: Any) -> Any:
     return x
 
 
+def event_json(e: dict[str, Any]) -> str:
+    """An event as a canonical ``rdf:JSON`` literal (the same event, the same literal)."""
+    text = json.dumps(_compact(e), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return literal(text, "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON")
+
+
 def pending_triples(e: dict[str, Any], st: MapState) -> list[tuple[str, str, str]]:
     """A task event whose run is unknown, kept in the graph until the run's workflow
     event arrives (the ingest service then maps it properly and deletes these)."""
     t = st.mint.task(e["id"])
-    text = json.dumps(_compact(e), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return [(t, PK.pendingRun, st.mint.run(e["workflow_id"])),
-            (t, PK.pendingEvent, literal(text, "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"))]
+    return [(t, PK.pendingRun, st.mint.run(e["workflow_id"])), (t, PK.pendingEvent, event_json(e))]

@@ -59,8 +59,11 @@ class _Section:
     first_index: int | None = None
     last_index: int | None = None
     measures: dict[str, _Measure] = field(default_factory=dict)
+    #: the events themselves, parked in the store if the session ends before the parent
+    raw: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, e: dict[str, Any]) -> None:
+        self.raw.append(e)
         tid = e["id"]
         us = round(e["time"] * 1_000_000)
         index = e.get("index")
@@ -122,6 +125,8 @@ class SectionSummaries:
         #: triples written earlier that a late event made stale: delete them *after*
         #: adding the triples mapped with them (the ingest service does)
         self.retract: list[Triple] = []
+        #: parents whose sections were parked as pending records at a session's end
+        self.parked = 0
 
     def add(self, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
         parent = e.get("parent")
@@ -163,8 +168,29 @@ class SectionSummaries:
         sections = self.open.pop(key, None) if self.st.summary_close_on_end else None
         return self._emit(key, sections) if sections else []
 
+    def park_all(self) -> list[Triple]:
+        """End of an ingest session: the sections of parents that have not ended become
+        pending records (``provkg:pendingParent`` + ``provkg:pendingEvent``); the session
+        that sees the parent end reads them back, so its summary counts them. Parents
+        that ended in this session and were reopened by late events are summarised now."""
+        from provkg.mapper.retro import event_json
+
+        out: list[Triple] = []
+        for key, sections in self.open.items():
+            if key in self.stale:
+                out += self._emit(key, sections)
+                continue
+            parent = self.st.mint.task(key[1]) if key[0] == "task" else self.st.mint.run(key[1])
+            for sec in sections.values():
+                for e in sec.raw:
+                    t = self.st.mint.task(e["id"])
+                    out += [(t, PK.pendingParent, parent), (t, PK.pendingEvent, event_json(e))]
+            self.parked += 1
+        self.open.clear()
+        return out
+
     def flush_all(self) -> list[Triple]:
-        """Summaries of every parent still open (end of a session)."""
+        """Summaries of every parent still open (end of a whole stream)."""
         out = [t for key, sections in self.open.items() for t in self._emit(key, sections)]
         self.open.clear()
         return out

@@ -214,7 +214,13 @@ class Ingestor:
         batch = [e if isinstance(e, dict) else e.model_dump(exclude_none=True) for e in events]
         with self._lock:
             self._learn_runs(batch)
-            n = self._write(map_batch(batch, self.state))
+            parked, parents = self._parked_sections(batch)
+            n = self._write(map_batch(parked + batch, self.state))
+            if parked:
+                self._settle()
+                self.store.update(f"DELETE {{ ?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?e }} "
+                                  f"WHERE {{ VALUES ?p {{ {parents} }} ?t {PK.pendingParent} ?p ; "
+                                  f"{PK.pendingEvent} ?e }}")
             n += self._resolve_pending(batch)
             self._retract_stale()
             self.report.events += len(batch)
@@ -283,6 +289,28 @@ class Ingestor:
                 if run_id is not None and wf is not None and "/" not in wf:
                     runs[run_id] = wf
 
+    def _parked_sections(self, batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+        """Summary-section events an earlier session parked for parents ending in ``batch``."""
+        ending = []
+        parents_of: dict[str, frozenset[str]] = {}
+        for e in batch:
+            if e.get("type") == "task" and e.get("event") == "end":
+                wf = self.state.runs.get(e["workflow_id"], "")
+                spec = self.specs.get(wf)
+                if spec is None:
+                    continue
+                if wf not in parents_of:
+                    parents_of[wf] = _summary_parents(spec)
+                if e["transformation"] in parents_of[wf]:
+                    ending.append(e["id"])
+        if not ending:
+            return [], ""
+        self._settle()
+        parents = " ".join(self.state.mint.task(p) for p in sorted(set(ending)))
+        rows = self.store.select(f"SELECT ?e WHERE {{ VALUES ?p {{ {parents} }} "
+                                 f"?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?e }}")
+        return [orjson.loads(str(r[0])) for r in rows.rows], parents
+
     def _resolve_pending(self, batch: list[dict[str, Any]]) -> int:
         """Map the pending task events stored for runs whose workflow event just came."""
         arrived = sorted({e["id"] for e in batch if e.get("type") == "workflow"})
@@ -312,6 +340,12 @@ class Ingestor:
             for chunk in _chunks(summaries.retract, 2000):
                 self.store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
             summaries.retract.clear()
+
+
+def _summary_parents(spec: Spec) -> frozenset[str]:
+    """Transformations of ``spec`` that are the parent of a summarised section."""
+    return frozenset(t.of for t in spec.transformations
+                     if t.kind == "section" and t.granularity == "summary" and t.of)
 
 
 def _chunks(items: list[Any], n: int) -> Iterable[list[Any]]:
