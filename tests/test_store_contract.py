@@ -290,3 +290,13 @@ def test_virtuoso_authenticated_endpoint(virtuoso_server) -> None:  # type: igno
     with open_store(f"{virtuoso_server.store_url}?user=dba&password=wrong") as store, \
             pytest.raises(StoreUnavailable, match="Unauthorized"):
         store.update(f"INSERT DATA {{ GRAPH <{G1}> {{ {S} {Q} 2 }} }}")
+
+
+def test_embedded_store_creates_missing_parent_folders(tmp_path: Path) -> None:
+    from provkg.store import open_store
+
+    nested = tmp_path / "a" / "b" / "store"
+    with open_store(f"oxigraph:{nested}") as s:
+        s.add([("<http://example.org/s>", "<http://example.org/p>", '"o"')])
+        assert s.count() == 1
+    assert nested.is_dir()

@@ -62,6 +62,9 @@ class OxigraphStore(Store):
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
         try:
+            if self.directory is not None:
+                # RocksDB creates the last folder only; a path like out/store is common
+                self.directory.parent.mkdir(parents=True, exist_ok=True)
             self._store = ox.Store(str(directory)) if directory is not None else ox.Store()
         except OSError as exc:
             raise StoreUnavailable(
