@@ -19,7 +19,7 @@ from provkg.events import FORMAT, parse_event
 
 __all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes"]
 
-EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".json.gz", ".json.zst", ".json")
+EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
 
 
 def _is_event_file(p: Path) -> bool:
