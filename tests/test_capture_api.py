@@ -210,3 +210,21 @@ def test_public_surface_is_curated():
         "MemorySink", "open_sink", "current_workflow", "current_task", "MAX_ITEMS"])
     for name in capture.__all__:
         assert getattr(capture, name) is not None
+
+
+def test_a_chain_of_dependent_tasks_does_not_keep_old_tasks_alive():
+    sink = capture.MemorySink()
+    with capture.workflow("chain", sink=sink) as wf:
+        prev = first = wf.task("t").begin()
+        tasks = []
+        for _ in range(3):
+            with wf.task("t", dependencies=[prev], parent=prev) as task:
+                pass
+            tasks.append(task)
+            prev = task
+    # after begin a task holds the ids of its parent and dependencies, not the Task objects,
+    # so a long chain (task i depends on task i-1) does not keep every task in memory
+    assert tasks[0].dependencies == [first.id] and tasks[0].parent == first.id
+    assert all(type(t.parent) is str and all(type(d) is str for d in t.dependencies) for t in tasks)
+    begins = [e for e in sink.events if e["type"] == "task" and e["event"] == "begin"]
+    assert [e.get("dependencies") for e in begins] == [None] + [[t.id] for t in [first] + tasks[:-1]]

@@ -326,10 +326,11 @@ class Task:
             if type(self.transformation) is not str or not self.transformation:
                 event["transformation"] = self.transformation = _name(self.transformation,
                                                                       "transformation")
+            # keep ids, not Task objects: a chain of dependencies must not keep every task alive
             if self.parent is not None:
-                parent = self.parent if type(self.parent) is str else _task_id(self.parent)
-                if parent:
-                    event["parent"] = parent
+                self.parent = self.parent if type(self.parent) is str else _task_id(self.parent)
+                if self.parent:
+                    event["parent"] = self.parent
             if self.index is not None:
                 if type(self.index) is int:
                     event["index"] = self.index
@@ -338,6 +339,7 @@ class Task:
             if self.dependencies is not None:
                 dependencies = [i for i in (d if type(d) is str else _task_id(d)
                                             for d in self.dependencies) if i]
+                self.dependencies = dependencies
                 if dependencies:
                     event["dependencies"] = dependencies
             event["used"], self._used = self._used, {}
