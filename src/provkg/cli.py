@@ -169,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--stores", default="oxigraph,memory,rdflib,oxigraph-server,virtuoso",
                     help="comma-separated stores to measure")
     bs.add_argument("--out", default="benchmarks/results", help="where results go")
+    bs.add_argument("--work", default="benchmarks/work", help="where data and stores go (large; git-ignored)")
+    bs.add_argument("--queries", default=None, help="comma-separated canned queries (default: every one with an answer)")
+    bs.add_argument("--rdflib-scale", type=float, default=0.05,
+                    help="scale for rdflib when --scale is larger (it holds less; default %(default)s)")
+    bs.add_argument("--timeout", type=float, default=300.0, help="seconds per query run before it counts as timed out")
+    bs.add_argument("--budget", type=float, default=60.0, help="seconds of warm runs per query and store (never below 5 runs)")
+    bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_cmd_bench_schemas)
 
     return parser

@@ -1,0 +1,80 @@
+"""Query plans of the paper's three queries, typed and tagged, as the stores explain them.
+
+Embedded Oxigraph: ``oxigraph query --explain-file --stats`` over the on-disk store (after
+the benchmark closed it: one process per RocksDB folder). Virtuoso: ``explain('sparql ...')``
+through ``isql-vt``. pyoxigraph 0.5 itself has no explain call.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from provkg.bench.servers import _oxigraph_binary
+
+__all__ = ["EXPLAINED", "explain_oxigraph", "explain_virtuoso"]
+
+#: the queries whose plans are kept
+EXPLAINED = ("q1", "q5", "q7")
+
+
+def explain_oxigraph(datasets: dict[str, Any], plans: list[Any], out: Path) -> dict[str, str]:
+    """Plans (with evaluation statistics) of Q1 / Q5 / Q7 on the on-disk stores; returns
+    ``"q5/typed" -> file path`` (or the error text when a plan could not be made)."""
+    out.mkdir(parents=True, exist_ok=True)
+    binary = _oxigraph_binary()
+    done: dict[str, str] = {}
+    for plan in plans:
+        if plan.name not in EXPLAINED or plan.skip:
+            continue
+        for schema, text in plan.texts.items():
+            directory = datasets[schema].store_dir
+            if not directory:
+                continue
+            query = out / f"{plan.name}-{schema}.rq"
+            query.write_text(text, encoding="utf-8")
+            target = out / f"oxigraph-{plan.name}-{schema}.txt"
+            proc = subprocess.run(
+                [binary, "query", "--location", directory, "--query-file", str(query),
+                 "--explain-file", str(target), "--stats", "--results-format", "tsv",
+                 "--results-file", str(out / "last-results.tsv")],
+                capture_output=True, text=True, timeout=1800, check=False)
+            done[f"{plan.name}/{schema}"] = (str(target) if proc.returncode == 0
+                                             else f"failed: {proc.stderr[-500:]}")
+    (out / "last-results.tsv").unlink(missing_ok=True)
+    return done
+
+
+def explain_virtuoso(run: Any, plans: list[Any], out: Path) -> dict[str, str]:
+    """Virtuoso's ``explain()`` of Q1 / Q5 / Q7 on each schema's server."""
+    out.mkdir(parents=True, exist_ok=True)
+    done: dict[str, str] = {}
+    for plan in plans:
+        if plan.name not in EXPLAINED or plan.skip:
+            continue
+        for schema, text in plan.texts.items():
+            server = run.servers.get(schema)
+            if server is None:
+                continue
+            sql = "explain('sparql " + text.replace("'", "''") + "');\n"
+            target = out / f"virtuoso-{plan.name}-{schema}.txt"
+            try:
+                answer = _isql(server, sql)
+            except (OSError, subprocess.SubprocessError, AttributeError) as exc:
+                done[f"{plan.name}/{schema}"] = f"failed: {exc}"
+                continue
+            target.write_text(answer, encoding="utf-8")
+            done[f"{plan.name}/{schema}"] = str(target)
+    return done
+
+
+def _isql(server: Any, sql: str) -> str:
+    """Run ``sql`` through isql-vt's standard input (its ``exec=`` argument mangles ``+``)."""
+    proc = subprocess.run(["isql-vt", f"127.0.0.1:{server.sql_port}", "dba",
+                           getattr(server, "password", "dba")],
+                          input=sql, capture_output=True, text=True, encoding="utf-8",
+                          errors="replace", timeout=600, check=False)
+    if proc.returncode != 0 or "*** Error" in proc.stdout + proc.stderr:
+        raise subprocess.SubprocessError((proc.stdout + proc.stderr)[-1000:])
+    return proc.stdout

@@ -1,0 +1,85 @@
+"""A tiny-scale run of ``provkg bench schemas`` on every server-backed and embedded store,
+so the benchmark never rots: typed and tagged answers identical, answers right, files written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from provkg.bench import synthetic
+from provkg.bench.schemas import compare_answers, run_experiment
+from provkg.store import Rows
+
+#: one epoch: about 35,000 triples per dataset
+TINY = 1 / 300
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    out = tmp_path_factory.mktemp("results")
+    doc = run_experiment(scale=TINY, stores=["oxigraph", "memory", "oxigraph-server", "virtuoso"],
+                         out=out, work=tmp_path_factory.mktemp("work"),
+                         queries=["q1", "q5", "q7", "q2", "q6"], timeout=120, budget=1.0,
+                         progress=False)
+    return doc, out
+
+
+@pytest.mark.slow
+def test_typed_and_tagged_answers_are_identical_on_every_store(tiny_run: tuple[dict, Path]) -> None:
+    doc, _ = tiny_run
+    assert doc["problems"] == []
+    assert set(doc["stores"]) == {"oxigraph", "memory", "oxigraph-server", "virtuoso"}
+    for store, section in doc["stores"].items():
+        assert "error" not in section, (store, section.get("error"))
+        for q in ("q1", "q5", "q7", "q2", "q6"):
+            r = section["results"][q]
+            assert r["identical"] and "cross_store" not in r, (store, q, r)
+            assert r["rows"] > 0, (store, q)
+            assert r["typed"]["repetitions"] >= 5 and r["tagged"]["repetitions"] >= 5
+
+
+@pytest.mark.slow
+def test_answers_match_what_the_generator_made(tiny_run: tuple[dict, Path]) -> None:
+    doc, _ = tiny_run
+    truth = synthetic.ground_truth(synthetic.shape_for_scale(TINY))
+    q7 = {row[0]: (row[1], row[4]) for row in doc["answers"]["q7"]["rows"]}
+    expected = {synthetic.value_iri(loc): mins for loc, mins in truth.min_batch_loss.items()}
+    assert q7 == expected
+    (file, coordinates, basin, field, slices), = doc["answers"]["q1"]["rows"]
+    assert file == synthetic.value_iri(truth.seismic_file)
+    assert (basin, field, slices) == (truth.basin, truth.field, truth.slices)
+    assert coordinates.startswith("POLYGON")
+
+
+@pytest.mark.slow
+def test_every_store_holds_every_triple_and_results_are_written(tiny_run: tuple[dict, Path]) -> None:
+    doc, out = tiny_run
+    for schema, d in doc["datasets"].items():
+        lines = Path(d["path"]).read_text(encoding="utf-8").splitlines()
+        assert len(lines) == len(set(lines)) == d["triples"], schema
+        for store, section in doc["stores"].items():
+            assert section["load"] == {} or section["load"][schema]["store_count"] in (None, d["triples"]), store
+    for suffix in (".json", ".md", ".png"):
+        assert (out / f"schemas-{TINY:g}{suffix}").stat().st_size > 1000
+    saved = json.loads((out / f"schemas-{TINY:g}.json").read_text(encoding="utf-8"))
+    assert saved["datasets"]["typed"]["triples"] == doc["datasets"]["typed"]["triples"]
+    md = (out / f"schemas-{TINY:g}.md").read_text(encoding="utf-8")
+    assert "| Q7 |" in md and "AllegroGraph" in md
+
+
+def test_answers_that_differ_are_reported() -> None:
+    a = Rows(["x", "y"], [[1, "a"], [2, "b"]])
+    assert compare_answers(a, Rows(["x", "y"], [[2, "b"], [1, "a"]]), ordered=False) is None
+    assert "order" in compare_answers(a, Rows(["x", "y"], [[2, "b"], [1, "a"]]), ordered=True)
+    assert "rows differ" in compare_answers(a, Rows(["x", "y"], [[1, "a"], [2, "c"]]), ordered=False)
+    assert "1 tagged rows" in compare_answers(a, Rows(["x", "y"], [[1, "a"]]), ordered=False)
+
+
+def test_the_generator_is_deterministic() -> None:
+    shape = synthetic.shape_for_scale(TINY)
+    first = [json.dumps(e, sort_keys=True) for e in synthetic.iter_events(shape)]
+    again = [json.dumps(e, sort_keys=True) for e in synthetic.iter_events(shape)]
+    assert first == again
+    assert len(first) == len(set(first))
