@@ -160,6 +160,21 @@ def child_ingest(events: Path, store_dir: Path, schema: str, validate: bool) -> 
             "warnings": report.warnings, "peak_rss_mb": _peak_rss_mb()}
 
 
+def child_map_only(events: Path, schema: str) -> dict[str, Any]:
+    """Read, parse and map the events, no store: the mapper's own rate."""
+    from provkg.mapper import MapState, finish, map_batch
+    from provkg.service.event_files import read_events
+
+    state = MapState({"train": spec()}, schema=schema)
+    distinct = 0
+    started = time.perf_counter()
+    for batch in read_events(events, validate=False, chunk=5000):
+        distinct += len(set(map_batch(batch, state)))
+    distinct += len(set(finish(state)))
+    return {"seconds": time.perf_counter() - started, "store_triples": distinct,
+            "peak_rss_mb": _peak_rss_mb()}
+
+
 def child_bulk(nt: Path, store_dir: Path) -> dict[str, Any]:
     from provkg.store import open_store
 
@@ -212,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schemas", default="typed,tagged")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="for sizes up to 1M: alternate ingest and bulk load this many times and "
+                        "report medians (the machine is shared; one pair can mislead)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -220,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             result = child_ingest(Path(rest[0]), Path(rest[1]), rest[2], rest[3] == "validate")
         elif kind == "bulk":
             result = child_bulk(Path(rest[0]), Path(rest[1]))
+        elif kind == "maponly":
+            result = child_map_only(Path(rest[0]), rest[1])
         else:
             result = child_ntriples(Path(rest[0]), Path(rest[1]), rest[2])
         print(json.dumps(result))
@@ -235,28 +255,44 @@ def main(argv: list[str] | None = None) -> int:
             info = write_events(events, size)
             print(f"\n{size:,} triples: {info['events']:,} events, {info['bytes'] / 1e6:.0f} MB of JSONL",
                   file=sys.stderr)
-            for schema in args.schemas.split(","):
-                modes = ["trusted"] + (["validate"] if size <= 1_000_000 and schema == "typed" else [])
-                for mode in modes:
-                    db = work / f"db-{size}-{schema}-{mode}"
-                    r = run_child("ingest", str(events), str(db), schema,
-                                  "validate" if mode == "validate" else "trusted")
-                    shutil.rmtree(db, ignore_errors=True)
-                    rows.append(_row(f"ingest ({mode})", size, schema, info, r))
-                    print(_line(rows[-1]), file=sys.stderr)
-            if size <= 1_000_000:  # the store's own ceiling, same triples, same moment
-                nt = work / f"typed-{size}.nt"
+            small = size <= 1_000_000
+            nt = work / f"typed-{size}.nt"
+            if small:  # the store's own ceiling: the same triples pre-built as N-Triples
                 run_child("ntriples", str(events), str(nt), "typed")
-                db = work / f"db-{size}-bulk"
-                r = run_child("bulk", str(nt), str(db))
-                shutil.rmtree(db, ignore_errors=True)
-                nt.unlink()
-                rows.append(_row("bulk load of pre-built N-Triples", size, "typed", info, r))
+            for schema in args.schemas.split(","):
+                r = run_child("maponly", str(events), schema)
+                rows.append(_row("map only (read, parse, map; no store)", size, schema, info, r))
                 print(_line(rows[-1]), file=sys.stderr)
+                pairs = args.repeat if small and schema == "typed" else 1
+                ingest_runs, bulk_runs = [], []
+                for _ in range(pairs):
+                    db = work / f"db-{size}-{schema}"
+                    ingest_runs.append(run_child("ingest", str(events), str(db), schema, "trusted"))
+                    shutil.rmtree(db, ignore_errors=True)
+                    print(_line(_row("  ingest", size, schema, info, ingest_runs[-1])), file=sys.stderr)
+                    if small and schema == "typed":
+                        bulk_runs.append(run_child("bulk", str(nt), str(db)))
+                        shutil.rmtree(db, ignore_errors=True)
+                        print(_line(_row("  bulk load", size, schema, info, bulk_runs[-1])), file=sys.stderr)
+                rows.append(_row("ingest (end to end)", size, schema, info, _median(ingest_runs)))
+                if bulk_runs:
+                    rows.append(_row("bulk load of pre-built N-Triples", size, schema, info, _median(bulk_runs)))
+                if small and schema == "typed":
+                    db = work / f"db-{size}-validate"
+                    r = run_child("ingest", str(events), str(db), schema, "validate")
+                    shutil.rmtree(db, ignore_errors=True)
+                    rows.append(_row("ingest, every event validated", size, schema, info, r))
+            nt.unlink(missing_ok=True)
             events.unlink()
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+    sizes = {int(float(x)) for x in args.sizes.split(",")}
+    out = Path(args.out)
+    earlier = out / "ingest.json"
+    if earlier.is_file():  # keep figures of sizes not measured this time (e.g. the long 10M run)
+        kept = [r for r in json.loads(earlier.read_text()).get("rows", []) if r["target"] not in sizes]
+        rows = kept + rows
     gran = granularity_figures()
     result = {
         "benchmark": "ingest: events (JSONL) -> mapper -> embedded Oxigraph on disk",
@@ -267,7 +303,6 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "granularity": gran,
     }
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "ingest.md").write_text(_markdown(result))
@@ -275,8 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    middle = dict(ordered[len(ordered) // 2])
+    middle["runs"] = len(runs)
+    middle["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    return middle
+
+
 def _row(what: str, size: int, schema: str, info: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     return {"what": what, "target": size, "schema": schema, "events": info["events"],
+            "runs": r.get("runs", 1), "measured_at": time.strftime("%Y-%m-%d %H:%M"),
             "store_triples": r["store_triples"], "seconds": round(r["seconds"], 2),
             "triples_per_second": round(r["store_triples"] / r["seconds"]),
             "peak_rss_mb": r["peak_rss_mb"]}
@@ -296,12 +340,14 @@ def _markdown(result: dict[str, Any]) -> str:
         f"{m['load_average_before']}, after {m['load_average_after']} (a shared machine: other "
         "processes were running, so absolute figures are pessimistic; the bulk-load row is the "
         "store's own ceiling measured in the same run).", "",
-        "| what | schema | triples in store | events | seconds | triples/s | peak RSS (MB) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "Rows with several runs give the median; ingest and bulk load were run alternately.", "",
+        "| what | schema | triples | events | runs | seconds | triples/s | peak RSS (MB) | measured |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in result["rows"]:
         lines.append(f"| {r['what']} | {r['schema']} | {r['store_triples']:,} | {r['events']:,} | "
-                     f"{r['seconds']} | {r['triples_per_second']:,} | {r['peak_rss_mb']} |")
+                     f"{r.get('runs', 1)} | {r['seconds']} | {r['triples_per_second']:,} | "
+                     f"{r['peak_rss_mb']} | {r.get('measured_at', '')} |")
     g = result["granularity"]
     lines += ["", "## Granularity (graph size)", "",
               f"One learning run, {g['trainings']} trainings x {g['epochs']} epochs x "
