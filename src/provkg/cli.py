@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--rdflib-scale", type=float, default=0.05,
                     help="scale for rdflib when --scale is larger (it holds less; default %(default)s)")
     bs.add_argument("--timeout", type=float, default=300.0, help="seconds per query run before it counts as timed out")
+    bs.add_argument("--rdflib-timeout", type=float, default=60.0, help="the same for rdflib (its queries are slow)")
     bs.add_argument("--budget", type=float, default=60.0, help="seconds of warm runs per query and store (never below 5 runs)")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_cmd_bench_schemas)

@@ -38,6 +38,7 @@ class DatasetReport:
     load_seconds: float | None = None   # bulk load into embedded Oxigraph on disk
     store_dir: str | None = None
     store_triples: int | None = None
+    peak_rss: int | None = None         # bytes, of the worker process (mapping + loading)
 
 
 def domain_kg_ntriples() -> list[str]:
@@ -121,12 +122,15 @@ def bulk_load_oxigraph(path: Path, store_dir: Path) -> tuple[float, int]:
 
 def _worker(shape: Shape, schema: str, path: str, store_dir: str | None, progress: bool,
             position: int) -> DatasetReport:
+    import resource
+
     report = write_dataset(shape, schema, Path(path), progress=progress, position=position)
-    if store_dir is None:
-        return report
-    seconds, count = bulk_load_oxigraph(Path(path), Path(store_dir))
-    return DatasetReport(**{**report.__dict__, "load_seconds": seconds, "store_dir": store_dir,
-                            "store_triples": count})
+    extra: dict[str, object] = {}
+    if store_dir is not None:
+        seconds, count = bulk_load_oxigraph(Path(path), Path(store_dir))
+        extra = {"load_seconds": seconds, "store_dir": store_dir, "store_triples": count}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return DatasetReport(**{**report.__dict__, **extra, "peak_rss": rss})
 
 
 def build_datasets(shape: Shape, work: Path, *, schemas: tuple[str, ...] = ("typed", "tagged"),

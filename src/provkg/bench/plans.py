@@ -7,6 +7,7 @@ through ``isql-vt``. pyoxigraph 0.5 itself has no explain call.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -35,15 +36,39 @@ def explain_oxigraph(datasets: dict[str, Any], plans: list[Any], out: Path) -> d
             query = out / f"{plan.name}-{schema}.rq"
             query.write_text(text, encoding="utf-8")
             target = out / f"oxigraph-{plan.name}-{schema}.txt"
+            raw = out / "last-plan.json"
             proc = subprocess.run(
                 [binary, "query", "--location", directory, "--query-file", str(query),
-                 "--explain-file", str(target), "--stats", "--results-format", "tsv",
+                 "--explain-file", str(raw), "--stats", "--results-format", "tsv",
                  "--results-file", str(out / "last-results.tsv")],
                 capture_output=True, text=True, timeout=1800, check=False)
-            done[f"{plan.name}/{schema}"] = (str(target) if proc.returncode == 0
-                                             else f"failed: {proc.stderr[-500:]}")
-    (out / "last-results.tsv").unlink(missing_ok=True)
+            if proc.returncode != 0:
+                done[f"{plan.name}/{schema}"] = f"failed: {proc.stderr[-500:]}"
+                continue
+            target.write_text(render_oxigraph_plan(json.loads(raw.read_text(encoding="utf-8"))),
+                              encoding="utf-8")
+            done[f"{plan.name}/{schema}"] = str(target)
+    for leftover in ("last-results.tsv", "last-plan.json"):
+        (out / leftover).unlink(missing_ok=True)
     return done
+
+
+def render_oxigraph_plan(explanation: dict[str, Any], *, width: int = 150) -> str:
+    """Oxigraph's JSON explanation as an indented tree: operator, rows out, seconds spent
+    (inclusive of its children; ``--stats`` timing adds overhead of its own)."""
+    lines = [f"planning: {explanation.get('planning duration in seconds', 0):.4f} s"]
+
+    def walk(node: dict[str, Any], depth: int) -> None:
+        name = node.get("name", "")
+        if len(name) > width:
+            name = name[:width] + "…"
+        lines.append(f"{'  ' * depth}{name}  [{node.get('number of results')} rows, "
+                     f"{node.get('duration in seconds', 0):.4f} s]")
+        for child in node.get("children", []):
+            walk(child, depth + 1)
+
+    walk(explanation.get("plan", {}), 0)
+    return "\n".join(lines) + "\n"
 
 
 def explain_virtuoso(run: Any, plans: list[Any], out: Path) -> dict[str, str]:
@@ -57,7 +82,8 @@ def explain_virtuoso(run: Any, plans: list[Any], out: Path) -> dict[str, str]:
             server = run.servers.get(schema)
             if server is None:
                 continue
-            sql = "explain('sparql " + text.replace("'", "''") + "');\n"
+            one_line = " ".join(text.split("\n"))  # no continuation prompts in isql's output
+            sql = "explain('sparql " + one_line.replace("'", "''") + "');\n"
             target = out / f"virtuoso-{plan.name}-{schema}.txt"
             try:
                 answer = _isql(server, sql)
@@ -72,7 +98,8 @@ def explain_virtuoso(run: Any, plans: list[Any], out: Path) -> dict[str, str]:
 def _isql(server: Any, sql: str) -> str:
     """Run ``sql`` through isql-vt's standard input (its ``exec=`` argument mangles ``+``)."""
     proc = subprocess.run(["isql-vt", f"127.0.0.1:{server.sql_port}", "dba",
-                           getattr(server, "password", "dba")],
+                           getattr(server, "password", "dba"), "VERBOSE=OFF", "BANNER=OFF",
+                           "PROMPT=OFF"],
                           input=sql, capture_output=True, text=True, encoding="utf-8",
                           errors="replace", timeout=600, check=False)
     if proc.returncode != 0 or "*** Error" in proc.stdout + proc.stderr:
