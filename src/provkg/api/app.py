@@ -31,6 +31,9 @@ __all__ = ["create_app", "Service", "open_service"]
 
 log = logging.getLogger("provkg.api")
 
+#: runs whose workflow the queue applier remembers between chunks
+_KNOWN_RUNS = 100_000
+
 
 @dataclass
 class Service:
@@ -57,7 +60,14 @@ def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
     Each chunk is a complete ingest session (``finish`` writes whatever the mapper
     holds), so once ``apply`` returns the chunk is wholly in the store and the queue
     may move its cursor. Specs are registered when they are posted, not here.
+
+    The payloads were validated when they were accepted: here they are only decoded
+    (no second validation). Which workflow each run belongs to is remembered from chunk
+    to chunk: a fresh session would otherwise look up in the store, with a SPARQL query
+    per chunk, the runs of every task whose workflow event came in an earlier chunk (a
+    run's workflow never changes, so the remembered answer is the store's answer).
     """
+    known_runs: dict[str, str] = {}
 
     def apply(payloads: list[bytes]) -> None:
         from provkg.service.ingest import Ingestor
@@ -66,8 +76,12 @@ def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
         for payload in payloads:
             events.extend(orjson.loads(payload)["events"])
         session = Ingestor(store, specs=specs.specs(), schema=schema, register=False)
+        session.state.runs.update(known_runs)
         session.ingest(events)
         report = session.finish()
+        if len(known_runs) > _KNOWN_RUNS:  # bounded: forgotten runs are looked up again
+            known_runs.clear()
+        known_runs.update(session.state.runs)
         for warning in report.warnings[:5]:
             log.info("ingest: %s", warning)
 
