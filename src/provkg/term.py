@@ -26,7 +26,7 @@ __all__ = [
 Triple = tuple[str, str, str]
 
 # RFC 3987 forbids these in an IRI; N-Triples / SPARQL IRIREF forbids them too.
-_BAD_IRI_CHARS = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+_BAD_IRI_CHARS = re.compile(r'[\x00-\x20<>"{}|^`\\]|%(?![0-9A-Fa-f]{2})')
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 # characters left readable in minted IRIs; everything else is percent-encoded,
 # including '%', so minting is injective
@@ -37,6 +37,8 @@ def is_valid_iri(value: str) -> bool:
     """True when ``value`` is an absolute IRI that can be written as ``<value>``.
 
     >>> is_valid_iri("https://w3id.org/provkg/id/task/t1"), is_valid_iri("x> } DROP ALL #")
+    (True, False)
+    >>> is_valid_iri("http://example.org/a%20b"), is_valid_iri("http://example.org/100%")
     (True, False)
     """
     return bool(_SCHEME.match(value)) and not _BAD_IRI_CHARS.search(value)
@@ -54,7 +56,7 @@ def iri(value: str) -> str:
     if not isinstance(value, str) or not is_valid_iri(value):
         raise BadParameter(
             "expected an absolute IRI such as https://example.org/x "
-            "(a scheme, no spaces, none of <>\"{}|^`\\)"
+            "(a scheme, no spaces, none of <>\"{}|^`\\, and % only as %XX)"
         )
     return f"<{value}>"
 

@@ -117,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API. ``settings`` defaults to :func:`provkg.config.get_settings` (env ``PROVKG_*``).
 
     >>> app = create_app(get_settings(store="memory:", queue_dir="/tmp/provkg-doctest-queue"))
-    >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/"))[:3]
+    >>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/"))[:3]
     ['/v1/events', '/v1/ontologies', '/v1/ontologies/{name}']
     """
     settings = settings or get_settings()

@@ -11,6 +11,7 @@ import itertools
 import os
 import time
 import uuid
+from time import time as _now
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -122,7 +123,7 @@ class Workflow:
         root = Path(spool if spool is not None else os.environ.get("PROVKG_SPOOL", DEFAULT_SPOOL))
         self.emitter = Emitter(opened, Spool(root, _safe_dirname(self.id), max_bytes=max_spool_bytes),
                                batch_size=batch_size, linger=linger, max_queue=max_queue,
-                               flush_timeout=flush_timeout)
+                               flush_timeout=flush_timeout, run_id=self.id)
         self._emit = self.emitter.emit
 
     @property
@@ -302,11 +303,11 @@ class Task:
         self._token: Any = None
         self._left_at: float | None = None
         if used:
-            try:
-                self.use(**used) if _all_str_keys(used) else self._use_mapping(used)
-            except Exception as exc:
-                report_once(("task-used", type(exc)), f"task used= must be a mapping of attribute "
-                            f"names to values; ignored ({exc!r})")
+            # one C-level pass over the types: immutable scalars need only a shallow copy
+            if type(used) is dict and _PLAIN.issuperset(map(type, used.values())):
+                self._used = used.copy()
+            else:
+                self._use_mapping(used)
 
     def __repr__(self) -> str:
         return f"<Task {self.transformation!r} id={self.id}>"
@@ -321,7 +322,7 @@ class Task:
             if not wf._began:
                 wf.begin()
             event: dict[str, Any] = {"type": "task", "event": "begin", "id": self.id,
-                                     "time": time.time(), "workflow_id": wf.id,
+                                     "time": _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation}
             if type(self.transformation) is not str or not self.transformation:
                 event["transformation"] = self.transformation = _name(self.transformation,
@@ -337,8 +338,10 @@ class Task:
                 else:
                     report_once(("index", type(self.index)), "task index must be an int; ignored")
             if self.dependencies is not None:
-                dependencies = [i for i in (d if type(d) is str else _task_id(d)
-                                            for d in self.dependencies) if i]
+                dependencies = [d if type(d) is str else d.id if type(d) is Task else _task_id(d)
+                                for d in self.dependencies]
+                if None in dependencies:
+                    dependencies = [d for d in dependencies if d]
                 self.dependencies = dependencies
                 if dependencies:
                     event["dependencies"] = dependencies
@@ -356,47 +359,58 @@ class Task:
             if self._state == 0:
                 self.begin()
             self._state = 2
-            if self.workflow._sections:
-                self.workflow._close_sections(self, status, message)
-            self.status = status if status in ("finished", "failed") else "finished"
+            wf = self.workflow
+            if wf._sections:
+                wf._close_sections(self, status, message)
+            self.status = status if status == "finished" or status == "failed" else "finished"
             event: dict[str, Any] = {"type": "task", "event": "end", "id": self.id,
-                                     "time": self._left_at or time.time(), "workflow_id": self.workflow.id,
+                                     "time": self._left_at or _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation, "status": self.status,
                                      "used": self._used, "generated": self._generated}
             if message is not None:
                 event["message"] = str(message)[:_MAX_MESSAGE]
-            self._used = self._generated = {}
-            self.workflow._emit(event)
+            self._used, self._generated = {}, {}
+            wf._emit(event)
         except Exception as exc:
             report_once(("task-end", type(exc)), f"recording a task end failed: {exc!r}")
 
-    def use(self, **values: Any) -> Task:
-        """Input values by attribute name (sent with ``begin``, or with ``end`` once begun)."""
+    def use(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> None:
+        """Input values by attribute name (sent with ``begin``, or with ``end`` once begun):
+        ``use(lr=0.1)``, or a mapping ``use(config)`` (copied now: later changes to it are
+        not recorded)."""
         try:
-            if not self._used and set(map(type, values.values())) <= _PLAIN:
-                self._used = values  # a fresh dict of immutable scalars: nothing to copy
-            else:
-                snapshot_values(values, into=self._used, where=f"task {self.transformation!r}")
+            self._used = self._merge(self._used, values, named)
         except Exception as exc:
             report_once(("task-use", type(exc)), f"task.use failed: {exc!r}")
-        return self
 
-    def generate(self, **values: Any) -> Task:
-        """Output values by attribute name (sent with ``end``)."""
+    def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> None:
+        """Output values by attribute name (sent with ``end``): ``generate(loss=0.3)``, or a
+        mapping ``generate(metrics)`` (copied now)."""
         try:
-            if not self._generated and set(map(type, values.values())) <= _PLAIN:
-                self._generated = values
-            else:
-                snapshot_values(values, into=self._generated, where=f"task {self.transformation!r}")
+            self._generated = self._merge(self._generated, values, named)
         except Exception as exc:
             report_once(("task-generate", type(exc)), f"task.generate failed: {exc!r}")
-        return self
+
+    def _merge(self, current: dict[str, Any], values: Mapping[str, Any] | None,
+               named: dict[str, Any]) -> dict[str, Any]:
+        """``current`` with ``values`` and ``named`` added as a snapshot (the dict to keep)."""
+        if values is not None:
+            if not current and not named and type(values) is dict and \
+                    _PLAIN.issuperset(map(type, values.values())):
+                return values.copy()  # immutable scalars: a shallow copy is a snapshot
+            snapshot_values(values, into=current, where=f"task {self.transformation!r}")
+        if not current and _PLAIN.issuperset(map(type, named.values())):
+            return named  # a fresh dict of immutable scalars: nothing to copy
+        if named:
+            snapshot_values(named, into=current, where=f"task {self.transformation!r}")
+        return current
 
     def _use_mapping(self, values: Mapping[Any, Any]) -> None:
         try:
             snapshot_values(values, into=self._used, where=f"task {self.transformation!r}")
         except Exception as exc:
-            report_once(("task-use", type(exc)), f"task used= failed: {exc!r}")
+            report_once(("task-used", type(exc)), f"task used= must be a mapping of attribute "
+                        f"names to values; ignored ({exc!r})")
 
     def __enter__(self) -> Task:
         self.begin()
@@ -431,12 +445,6 @@ def _task_id(task: object) -> str | None:
                 f"not {type(task).__name__}; ignored")
     return None
 
-
-def _all_str_keys(values: Mapping[Any, Any]) -> bool:
-    return set(map(type, values)) <= _STR_ONLY
-
-
-_STR_ONLY = frozenset({str})
 
 
 def _name(value: object, what: str) -> str:

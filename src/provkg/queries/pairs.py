@@ -55,7 +55,7 @@ def format_pairs(encoded: object) -> str:
     """Decode a :func:`concat_pairs` result into ``name=value`` pairs joined by ``; ``,
     sorted by name (then value).
 
-    >>> format_pairs("lr%20http%3A%2F%2Fwww.w3.org%2F2001%2FXMLSchema%23double%201.0E-3")
+    >>> format_pairs("lr http%3A%2F%2Fwww.w3.org%2F2001%2FXMLSchema%23double 1.0E-3")
     'lr=0.001'
     """
     if not encoded:
