@@ -151,7 +151,7 @@ def _query_tables(doc: dict[str, Any], add: Any) -> None:
                     f"{r.get('error', '')} | | | | {_lower_bound(doc, r)} | |")
                 continue
             ty, tg, sp = r["typed"], r["tagged"], r["typed_speedup"]
-            same = "yes" if r["identical"] and not r.get("cross_store") else f"**NO** {r.get('mismatch') or r.get('cross_store')}"
+            same = _identical(r)
             add(f"| {q} | {r['rows']} | {_t(ty['median_s'])} | {_t(ty['min_s'])}–{_t(ty['max_s'])} | "
                 f"{_t(ty['cold_s'])} | {_t(tg['median_s'])} | {_t(tg['min_s'])}–{_t(tg['max_s'])} | "
                 f"{_t(tg['cold_s'])} | {ty['repetitions']} | {_x(sp['speedup'])} | {same} |")
@@ -160,6 +160,18 @@ def _query_tables(doc: dict[str, Any], add: Any) -> None:
     if skipped or no_answer:
         add("Not measured: " + "; ".join(
             [f"{q['name']} ({q['skip']})" for q in skipped] + [f"{n} (no answer on this data)" for n in no_answer]) + ".\n")
+
+
+def _identical(r: dict[str, Any]) -> str:
+    """The last column: typed vs tagged here, and this store vs the first one."""
+    if not r["identical"]:
+        return f"**NO**: {r.get('mismatch', '')[:160]}"
+    cross = r.get("cross_store")
+    if not cross:
+        return "yes"
+    if cross.startswith("float rounding"):
+        return "yes (vs the first store: float rounding only)"
+    return f"yes, but **not the first store's answer**: {cross[:160]}"
 
 
 def _targets(doc: dict[str, Any], add: Any) -> None:
