@@ -2,10 +2,13 @@
 
 The caller's thread appends a plain event dict to a deque (no lock, no serialization, no I/O).
 The background thread groups events (``batch_size`` events, or whatever is older than
-``linger`` seconds; up to ``max_batch`` per batch while a backlog is being caught up), expands captured values into wire-format value dicts, and hands each batch
-to the sink. A batch the sink cannot take goes to the disk spool and is re-sent, in order, when
-the sink answers again (exponential backoff). A full queue spills to the spool from the caller's
-thread: the caller never waits for the network and memory never grows without limit.
+``linger`` seconds; up to ``max_batch`` per batch while a backlog is being caught up), expands
+captured values into wire-format value dicts, serializes each event once (``encoding``), and
+hands the batch to the sink: the encoded lines to the built-in sinks (``send_lines``), the event
+dicts to any other sink. A batch the sink cannot take goes to the disk spool as those same bytes
+and is re-sent, in order, when the sink answers again (exponential backoff). A full queue spills
+its older half to the spool from the caller's thread: the caller never waits for the network and
+memory never grows without limit.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import weakref
 from collections import deque
 from typing import Any
 
+import orjson
+
+from provkg.capture.encoding import encode_events, expand_events
 from provkg.capture.report import logger, report_once
 from provkg.capture.sink import Sink, SinkRejected
 from provkg.capture.spool import Spool
-from provkg.capture.values import expand_values
 
 __all__ = ["Emitter"]
 
@@ -33,16 +38,20 @@ class Emitter:
 
     def __init__(self, sink: Sink, spool: Spool, *, batch_size: int = 50, linger: float = 1.0,
                  max_queue: int = 20_000, flush_timeout: float = 5.0,
-                 max_batch: int = 1000) -> None:
+                 max_batch: int = 1000, run_id: str | None = None) -> None:
         self.sink = sink
         self.spool = spool
+        self.run_id = run_id if run_id is not None else spool.run_id
         self.batch_size = max(1, batch_size)
         self.linger = linger
-        self.max_queue = max_queue
+        self.max_queue = max(1, max_queue)
         self.flush_timeout = flush_timeout
         self.max_batch = max(self.batch_size, max_batch)
         self.sent_events = 0
         self.sent_batches = 0
+        # built-in sinks take the encoded lines: no second serialization, none for spooled bytes
+        send_lines = getattr(sink, "send_lines", None)
+        self._send_lines = send_lines if callable(send_lines) else None
         self._queue: deque[dict[str, Any]] = deque()
         self._overflow_lock = threading.Lock()
         self._wake = threading.Event()
@@ -50,7 +59,7 @@ class Emitter:
         self._final_attempt = False
         self._abandoned = False  # close() gave up waiting: the caller's thread spooled the rest
         self._flushing = 0
-        self._inflight: list[dict[str, Any]] | None = None
+        self._inflight: list[Any] | None = None  # the batch being sent (lines or event dicts)
         self._retry_at = 0.0
         self._backoff = 0.0
         self._thread = threading.Thread(target=self._run, name=f"provkg-capture-{spool.run_id[:12]}",
@@ -70,19 +79,17 @@ class Emitter:
         self._spill(event)
 
     def _spill(self, event: dict[str, Any]) -> None:
+        """The queue is full (the sink or the delivery thread is behind): write its older half
+        to the spool, serialized once, and keep the newest events in memory."""
         try:
             with self._overflow_lock:
-                chunk = [event]
                 queue = self._queue
-                for _ in range(self.max_queue // 2):  # half the queue, so spills are rare and big
-                    try:
-                        chunk.append(queue.popleft())
-                    except IndexError:
-                        break
-                _expand(chunk)
-                self.spool.append(chunk)
-                report_once(("overflow", self.spool.root), f"the capture queue is full "
-                            f"({self.max_queue} events): spilling to {self.spool.directory}")
+                if len(queue) >= self.max_queue:
+                    chunk = [queue.popleft() for _ in range(max(1, min(len(queue), self.max_queue // 2)))]
+                    self.spool.append_lines(encode_events(chunk))
+                    report_once(("overflow", self.spool.root), f"the capture queue is full "
+                                f"({self.max_queue} events): spilling to {self.spool.directory}")
+                queue.append(event)
         except Exception as exc:
             report_once(("spill", type(exc)), f"spilling to the spool failed: {exc!r}")
 
@@ -114,12 +121,13 @@ class Emitter:
         _open.discard(self)
         if self._thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
             self._abandoned = True
-            leftover = list(self._inflight or []) + _drain(self._queue)
-            _expand(leftover)
-            if leftover:
-                self.spool.append(leftover)
+            inflight = self._inflight or []
+            leftover = _drain(self._queue)
+            lines = _as_lines(inflight) + encode_events(leftover)
+            if lines:
+                self.spool.append_lines(lines)
             report_once(("close-timeout", self.spool.directory), f"the sink did not finish within "
-                        f"{timeout} s; {len(leftover)} events spooled in {self.spool.directory}")
+                        f"{timeout} s; {len(lines)} events spooled in {self.spool.directory}")
         if self.spool.pending:
             logger.warning("provkg.capture: %d events wait in %s; re-send them with "
                            "`provkg replay %s --to URL`", self.spool.spooled_events,
@@ -151,7 +159,10 @@ class Emitter:
             return False
         queue = self._queue
         n = len(queue)
-        if self.spool.pending and not (self._closing and n):  # closing: the queue to disk first
+        sink_away = self._backoff > 0
+        # spooled events are older than queued ones: they go first, except when closing while
+        # the sink is away (then the queue goes to disk first, safe before the process exits)
+        if self.spool.pending and not (self._closing and n and sink_away):
             if time.monotonic() >= self._retry_at:
                 self._replay_oldest()
                 return True
@@ -170,48 +181,58 @@ class Emitter:
             size = self.batch_size
         else:
             size = self.max_batch  # a backlog (fast producer, slow sink): bigger requests catch up
-        batch = [queue.popleft() for _ in range(min(n, size))]
+        popleft = queue.popleft
+        batch = [popleft() for _ in range(min(n, size))]
         self._deliver(batch)
         return True
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
-        _expand(batch)
         if self.spool.pending or time.monotonic() < self._retry_at:
-            self.spool.append(batch)  # keep order: older spooled events go first
-            return
+            self.spool.append_lines(encode_events(batch))  # keep order: older spooled events go first
+        elif self._send_lines is not None:
+            lines = encode_events(batch)
+            if not self._send(lines, lines):
+                self.spool.append_lines(lines)
+        else:
+            expand_events(batch)
+            if not self._send(batch, None):
+                self.spool.append_lines(encode_events(batch))
+
+    def _send(self, batch: list[Any], lines: list[bytes] | None) -> bool:
+        """Hand one batch (encoded ``lines``, or event dicts when ``lines`` is None) to the
+        sink; spool it if the sink cannot take it. True when delivered."""
         self._inflight = batch
         try:
-            self.sink.send(batch)
+            if lines is not None and self._send_lines is not None:
+                self._send_lines(lines, run_id=self.run_id)
+            else:
+                self.sink.send(batch)
         except SinkRejected as exc:
-            self._rejected(batch, exc)
+            self._rejected(lines if lines is not None else _as_lines(batch), exc)
         except Exception as exc:
             self._failed(exc)
-            self.spool.append(batch)
+            return False
         else:
             self._delivered(len(batch))
         finally:
             self._inflight = None
+        return True
 
     def _replay_oldest(self) -> None:
         segment = self.spool.oldest()
         if segment is None:
             return
-        from provkg.capture.spool import read_segment
-
-        events = read_segment(segment)
-        for start in range(0, len(events), self.max_batch):
-            chunk = events[start:start + self.max_batch]
-            try:
-                self.sink.send(chunk)
-            except SinkRejected as exc:
-                self._rejected(chunk, exc)
-            except Exception as exc:
-                self._failed(exc)
-                if start:  # keep only what was not delivered
-                    self.spool.done(segment, remaining=events[start:])
-                return
+        lines = self.spool.read_lines(segment)
+        for start in range(0, len(lines), self.max_batch):
+            chunk = lines[start:start + self.max_batch]
+            if self._send_lines is not None:
+                delivered = self._send(chunk, chunk)
             else:
-                self._delivered(len(chunk))
+                delivered = self._send([orjson.loads(line) for line in chunk], None)
+            if not delivered:
+                if start:  # keep only what was not delivered
+                    self.spool.done(segment, remaining_lines=lines[start:])
+                return
         self.spool.done(segment)
 
     def _delivered(self, n: int) -> None:
@@ -228,10 +249,10 @@ class Emitter:
         report_once(("sink-down", type(self.sink), type(exc)), f"the sink {type(self.sink).__name__} "
                     f"did not take a batch ({exc!r}); spooling to {self.spool.directory} and retrying")
 
-    def _rejected(self, batch: list[dict[str, Any]], exc: Exception) -> None:
-        path = self.spool.reject(batch, str(exc))
+    def _rejected(self, lines: list[bytes], exc: Exception) -> None:
+        path = self.spool.reject_lines(lines, str(exc))
         logger.error("provkg.capture: the receiver refused a batch of %d events: %s (kept in %s)",
-                     len(batch), exc, path)
+                     len(lines), exc, path)
 
 
 def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -243,16 +264,12 @@ def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:
             return out
 
 
-def _expand(batch: list[dict[str, Any]]) -> None:
-    """Turn the caller's value snapshots (dicts) into wire value lists, in place."""
-    for event in batch:
-        for key in ("used", "generated"):
-            values = event.get(key)
-            if type(values) is dict:
-                if values:
-                    event[key] = expand_values(values)
-                else:
-                    del event[key]
+def _as_lines(batch: list[Any]) -> list[bytes]:
+    """Encoded lines of a batch that may hold lines already or event dicts (copied first: a
+    stuck sink's thread may still be reading them)."""
+    if batch and type(batch[0]) is bytes:
+        return list(batch)
+    return encode_events([dict(event) for event in batch])
 
 
 @atexit.register

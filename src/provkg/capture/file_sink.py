@@ -61,7 +61,13 @@ class FileSink:
         return cls(path, compression=None if compression == "none" else compression)
 
     def send(self, events: list[dict[str, Any]]) -> None:
-        data = b"".join([orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in events])
+        self._write(b"".join([orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in events]))
+
+    def send_lines(self, lines: list[bytes], *, run_id: str | None = None) -> None:
+        """Append events already encoded as newline-terminated JSON lines (the emitter's path)."""
+        self._write(b"".join(lines))
+
+    def _write(self, data: bytes) -> None:
         if self._out is None or self._segment_size >= self.segment_bytes:
             self._rotate()
         self._out.write(data)

@@ -13,7 +13,8 @@ import uuid
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from provkg.capture.http_sink import encode_batch
+from provkg.capture.encoding import envelope
+from provkg.capture.http_sink import compress, encode_batch
 
 __all__ = ["MqttSink", "run_topic"]
 
@@ -77,15 +78,21 @@ class MqttSink:
                    password=unquote(parts.password) if parts.password else None)
 
     def send(self, events: list[dict[str, Any]]) -> None:
-        if not self._connected.wait(self.timeout):
-            raise ConnectionError(f"MQTT broker {self.host}:{self.port} is not reachable")
         groups: dict[str, list[dict[str, Any]]] = {}
         for event in events:
             run = event.get("workflow_id") or event["id"]
             groups.setdefault(run, []).append(event)
+        self._publish([(run, encode_batch(group, self.compression)) for run, group in groups.items()])
+
+    def send_lines(self, lines: list[bytes], *, run_id: str) -> None:
+        """Publish events of run ``run_id`` already encoded as JSON lines (the emitter's path)."""
+        self._publish([(run_id, compress(envelope(lines), self.compression))])
+
+    def _publish(self, payloads: list[tuple[str, bytes]]) -> None:
+        if not self._connected.wait(self.timeout):
+            raise ConnectionError(f"MQTT broker {self.host}:{self.port} is not reachable")
         messages = []
-        for run, group in groups.items():
-            payload = encode_batch(group, self.compression)
+        for run, payload in payloads:
             info = self._client.publish(run_topic(self.prefix, run), payload, qos=1)
             messages.append((info, len(payload)))
         for info, size in messages:

@@ -21,7 +21,8 @@ from typing import Any
 
 from provkg.capture.report import report_once
 
-__all__ = ["Ref", "ref", "Refused", "convert_value", "snapshot_values", "expand_values", "MAX_ITEMS"]
+__all__ = ["Ref", "ref", "Refused", "convert_value", "snapshot_values", "expand_values", "valid_names",
+           "MAX_ITEMS"]
 
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
 MAX_ITEMS = 10_000
@@ -224,21 +225,49 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 _SCALARS_NO_FLOAT = frozenset({int, str, bool, type(None)})
+_NUMBERS = frozenset({int, float, bool})
 
 
 def _plain_and_finite(values: Mapping[str, Any]) -> bool:
     """True when every name is a valid string and every value a finite scalar (no Ref, no list).
 
-    Names come from ``**kwargs`` (always strings), so only empty and overlong ones are checked.
+    Checked with C-level passes only: names against a cache of names already found valid
+    (attribute names repeat from task to task), value types as a set, floats by their sum
+    (NaN / inf anywhere make the sum non-finite).
     """
-    if not values or "" in values or max(map(len, values)) > MAX_NAME:
+    if not valid_names(values):
         return False
     kinds = set(map(type, values.values()))
     if kinds <= _SCALARS_NO_FLOAT:
         return True
-    if kinds == {float}:
-        return math.isfinite(sum(values.values()))  # NaN / inf anywhere make the sum non-finite
+    if kinds <= _NUMBERS:
+        try:
+            return math.isfinite(sum(values.values()))
+        except OverflowError:  # huge ints: let the careful path look at each value
+            return False
     return False
+
+
+#: attribute names already found valid; bounded, refilled as names come
+_VALID_NAMES: set[str] = set()
+_MAX_VALID_NAMES = 100_000
+
+
+def valid_names(values: Mapping[Any, Any]) -> bool:
+    """Whether every name (key) of ``values`` is a non-empty str of at most ``MAX_NAME`` chars;
+    one C-level set check once the names have been seen."""
+    return _VALID_NAMES.issuperset(values) or _learn_names(values)
+
+
+def _learn_names(values: Mapping[Any, Any]) -> bool:
+    """Check names not seen before; remember the valid ones. False if any is invalid."""
+    if len(_VALID_NAMES) > _MAX_VALID_NAMES:
+        _VALID_NAMES.clear()
+    for name in values:
+        if type(name) is not str or not 0 < len(name) <= MAX_NAME:
+            return False
+        _VALID_NAMES.add(name)
+    return True
 
 
 def _finite(items: list[Any]) -> list[Any]:

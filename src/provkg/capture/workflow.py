@@ -11,10 +11,10 @@ import itertools
 import os
 import time
 import uuid
-from time import time as _now
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
+from time import time as _now
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -204,18 +204,20 @@ class Workflow:
 
     # -- values of the run itself -----------------------------------------------------
 
-    def use(self, **values: Any) -> Workflow:
-        """Values the whole run used (e.g. its configuration)."""
+    def use(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> Workflow:
+        """Values the whole run used (e.g. its configuration): by name, or a mapping."""
         try:
-            snapshot_values(values, into=self._used, where=f"workflow {self.name!r}")
+            for part in (values or {}, named):
+                snapshot_values(part, into=self._used, where=f"workflow {self.name!r}")
         except Exception as exc:
             report_once(("wf-use", type(exc)), f"workflow.use failed: {exc!r}")
         return self
 
-    def generate(self, **values: Any) -> Workflow:
-        """Values the whole run produced; sent with its end event."""
+    def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> Workflow:
+        """Values the whole run produced (by name, or a mapping); sent with its end event."""
         try:
-            snapshot_values(values, into=self._generated, where=f"workflow {self.name!r}")
+            for part in (values or {}, named):
+                snapshot_values(part, into=self._generated, where=f"workflow {self.name!r}")
         except Exception as exc:
             report_once(("wf-generate", type(exc)), f"workflow.generate failed: {exc!r}")
         return self

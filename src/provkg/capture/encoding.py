@@ -1,0 +1,146 @@
+"""Events to bytes, once: the background thread serializes each event a single time.
+
+An encoded event is one JSON text followed by ``\\n`` (a JSONL line). The same lines make a file
+segment (``b"".join(lines)``), a spool segment, and an HTTP / MQTT batch envelope (the newline
+is JSON whitespace, so the lines can be joined with commas as they are). A spooled batch is
+therefore never parsed and serialized again on its way to a built-in sink.
+
+Values are the bulk of an event. The wire form ``[{"name": n, "value": v}, ...]`` would cost one
+small dict per value; for the common case -- numbers and booleans -- the list is written as
+bytes instead: one ``orjson.dumps`` of the values, split at its commas (number tokens hold
+none) and filled into a template made of the names' JSON, cached per tuple of names. Anything else (strings, None,
+NaN, lists, refs, new or invalid names) takes the dict path. Both give the same JSON value
+(tests/test_capture_encoding.py checks it property by property).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from orjson import Fragment
+
+from provkg.capture.report import report_once
+from provkg.capture.values import expand_values, valid_names
+
+__all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "values_json"]
+
+#: the batch envelope's format tag (equal to provkg.events.FORMAT; kept literal so that the
+#: capture library does not import pydantic)
+FORMAT = "provkg.events/1"
+_HEAD = b'{"format":"' + FORMAT.encode() + b'","events":['
+_TAIL = b"]}"
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
+
+
+def expand_events(batch: list[dict[str, Any]]) -> None:
+    """Turn the caller's value snapshots (``name -> value`` dicts) into wire value lists, in place
+    (for sinks that take event dicts). Events expanded already are left as they are."""
+    for event in batch:
+        values = event.get("used")
+        if type(values) is dict:
+            if values:
+                event["used"] = expand_values(values)
+            else:
+                del event["used"]
+        values = event.get("generated")
+        if type(values) is dict:
+            if values:
+                event["generated"] = expand_values(values)
+            else:
+                del event["generated"]
+
+
+def encode_events(batch: list[dict[str, Any]]) -> list[bytes]:
+    """Serialize each event once: one newline-terminated JSON line per event. The event dicts
+    are left as they were; an event that cannot be written at all is logged and left out."""
+    lines: list[bytes] = []
+    append = lines.append
+    for event in batch:
+        line = encode_event(event)
+        if line is not None:
+            append(line)
+    return lines
+
+
+def encode_event(event: dict[str, Any]) -> bytes | None:
+    """One event as a newline-terminated JSON line (values in wire form), or None (logged).
+    The event dict is left as it was."""
+    used = event.get("used")
+    generated = event.get("generated")
+    try:
+        if used:
+            event["used"] = Fragment(values_json(used))
+        elif used is not None:
+            del event["used"]  # empty: left out
+        if generated:
+            event["generated"] = Fragment(values_json(generated))
+        elif generated is not None:
+            del event["generated"]
+        return orjson.dumps(event, option=_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, a lone surrogate
+        return _fallback(event, used, generated)
+    finally:
+        if used is not None:
+            event["used"] = used
+        if generated is not None:
+            event["generated"] = generated
+
+
+def values_json(values: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+    """The JSON of the wire value list for a snapshot (``name -> value``) or an expanded list.
+
+    Raises:
+        TypeError: a value orjson cannot write (the caller falls back to ``json``).
+    """
+    if type(values) is not dict:
+        return orjson.dumps(values)
+    names = tuple(values)
+    template = _TEMPLATES.get(names)
+    if template is not None or (template := _learn(names)) is not None:
+        try:
+            items = orjson.dumps(list(values.values()))[1:-1]
+        except TypeError:  # a huge int: the dict path finds it
+            items = b'"'
+        # numbers and booleans only: no string, null (None, NaN, inf), list or object
+        if not items.translate(None, _NUMBER_BYTES):
+            return template % tuple(items.split(b","))
+    return orjson.dumps(expand_values(values))
+
+
+#: every byte orjson writes for numbers, true, false and the commas between them
+_NUMBER_BYTES = b"0123456789+-.eE,truefals"
+#: names tuple -> b'[{"name":"a","value":%b},{"name":"b","value":%b}]' (``%`` in names doubled)
+_TEMPLATES: dict[tuple[str, ...], bytes] = {}
+_MAX_TEMPLATES = 4096
+
+
+def _learn(names: tuple[Any, ...]) -> bytes | None:
+    """The value-list template for valid names (cached), None if a name is invalid."""
+    if not valid_names(names):
+        return None
+    if len(_TEMPLATES) >= _MAX_TEMPLATES:
+        _TEMPLATES.clear()
+    items = [b'{"name":' + orjson.dumps(name).replace(b"%", b"%%") + b',"value":%b}' for name in names]
+    template = _TEMPLATES[names] = b"[" + b",".join(items) + b"]"
+    return template
+
+
+def _fallback(event: dict[str, Any], used: Any, generated: Any) -> bytes | None:
+    whole = {k: v for k, v in event.items() if k not in ("used", "generated")}
+    if used:
+        whole["used"] = used if type(used) is not dict else expand_values(used)
+    if generated:
+        whole["generated"] = generated if type(generated) is not dict else expand_values(generated)
+    try:
+        return json.dumps(whole, ensure_ascii=True, allow_nan=False, default=str).encode() + b"\n"
+    except (TypeError, ValueError) as exc:
+        report_once(("encode", type(exc)), f"an event of {event.get('id')!r} could not be written "
+                    f"as JSON and is left out: {exc}")
+        return None
+
+
+def envelope(lines: list[bytes]) -> bytes:
+    """The batch envelope ``{"format": ..., "events": [...]}`` made of encoded lines."""
+    return b"".join((_HEAD, b",".join(lines), _TAIL))
