@@ -162,7 +162,9 @@ def test_timeout_really_stops_the_query(server: ApiServer) -> None:
     response = server.http.post("/v1/sparql", data={"query": endless})
     took = time.monotonic() - started
     assert response.status_code == 504, response.text
-    assert response.json()["error"] == "query_timeout" and took < 10
+    # the timeout is 2 s; the query itself would run for many minutes. The margin is for a
+    # heavily loaded CI machine (10 s was once exceeded at load 12 on 2 cores)
+    assert response.json()["error"] == "query_timeout" and took < 30
     time.sleep(0.5)
     busy = [p for p in _workers(server) if p.cpu_percent(interval=0.5) > 50]
     assert busy == [], "the timed-out query must not keep running"

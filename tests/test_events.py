@@ -135,3 +135,20 @@ def test_schema_command_prints_the_batch_json_schema():
     assert schema == json.loads(json.dumps(batch_schema()))
     assert schema["properties"]["format"]["const"] == FORMAT
     assert "TaskEvent" in json.dumps(schema) and "WorkflowEvent" in json.dumps(schema)
+
+
+def test_a_domain_that_rdf_stores_would_refuse_is_refused_with_its_path() -> None:
+    import pytest
+
+    from provkg.errors import BadEvent
+    from provkg.events import parse_event
+
+    for bad in ("file://:.9/x", "http://example.org/100%", "not an iri"):
+        event = {"type": "workflow", "event": "begin", "id": "r", "time": 1, "workflow": "w",
+                 "used": [{"name": "f", "domain": bad}]}
+        with pytest.raises(BadEvent, match=r"used\[0\]\.domain"):
+            parse_event(event)
+    ok = {"type": "workflow", "event": "begin", "id": "r", "time": 1, "workflow": "w",
+          "used": [{"name": "f", "domain": "https://w3id.org/provkg/seismic-kg#file-1",
+                    "location": "file:///data/100%.sgy"}]}  # a location may hold a stray %
+    assert parse_event(ok).used[0].location == "file:///data/100%.sgy"

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from provkg.errors import BadEvent
+from provkg.term import is_valid_iri
 
 __all__ = [
     "FORMAT", "MAX_VALUE_DEPTH", "Value", "WorkflowEvent", "TaskEvent", "Event", "Batch",
@@ -65,6 +66,15 @@ class Value(_Model):
     location: Uri | None = None
     domain: Uri | None = None
     derived_from: list[Id] | None = None
+
+    @field_validator("domain")
+    @classmethod
+    def _domain_is_an_iri(cls, v: str | None) -> str | None:
+        # it becomes an IRI node of the graph, so it must be one RDF stores accept
+        if v is not None and not is_valid_iri(v):
+            raise ValueError("must be an absolute IRI (scheme:..., no spaces or <>\"{}|^`\\, "
+                             "% only as %XX, a numeric port)")
+        return v
 
     @field_validator("value")
     @classmethod

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from datetime import datetime, timezone
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from provkg.errors import BadParameter
 from provkg.vocab import DEFAULT_BASE, RDF, XSD
@@ -40,8 +40,17 @@ def is_valid_iri(value: str) -> bool:
     (True, False)
     >>> is_valid_iri("http://example.org/a%20b"), is_valid_iri("http://example.org/100%")
     (True, False)
+    >>> is_valid_iri("https://example.org:8080/x"), is_valid_iri("file://:.9/x")
+    (True, False)
     """
-    return bool(_SCHEME.match(value)) and not _BAD_IRI_CHARS.search(value)
+    if not _SCHEME.match(value) or _BAD_IRI_CHARS.search(value):
+        return False
+    if "//" in value[:value.find(":") + 3]:
+        try:  # an authority's port must be a number: RDF parsers refuse "file://:x/"
+            urlsplit(value).port
+        except ValueError:
+            return False
+    return True
 
 
 def iri(value: str) -> str:
