@@ -6,7 +6,7 @@ import json
 import math
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from provkg import capture
@@ -37,6 +37,9 @@ def _reference(event: dict) -> dict:
 
 @settings(max_examples=300, deadline=None)
 @given(used=snapshots, generated=snapshots)
+@example(used={"l": [math.nan]}, generated={"n": None, "s": "x:y", "t": "a,b"})
+@example(used={"a:b": 1, "c,d": 2.5, 'q"': True}, generated={"x": [1.0], "y": [], "z": "n"})
+@example(used={"": 1, "x" * 300: 2}, generated={"ok": math.inf, "big": 2**70})
 def test_encoded_events_equal_the_dict_path_and_leave_the_event_as_it_was(used, generated):
     event = {"type": "task", "event": "end", "id": "run.1", "time": 1.5, "workflow_id": "run",
              "transformation": "t", "status": "finished", "used": dict(used),

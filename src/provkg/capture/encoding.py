@@ -6,9 +6,9 @@ is JSON whitespace, so the lines can be joined with commas as they are). A spool
 therefore never parsed and serialized again on its way to a built-in sink.
 
 Values are the bulk of an event. The wire form ``[{"name": n, "value": v}, ...]`` would cost one
-small dict per value; for the common case -- numbers and booleans -- the list is written as
-bytes instead: one ``orjson.dumps`` of the values, split at its commas (number tokens hold
-none) and filled into a template made of the names' JSON, cached per tuple of names. Anything else (strings, None,
+small dict per value; for the common case -- scalars without ',' or ':' in their JSON -- the
+list is rewritten from one ``orjson.dumps`` of the ``name -> value`` snapshot by C-level byte
+operations (a translate and two single-byte replaces). Anything else (strings, None,
 NaN, lists, refs, new or invalid names) takes the dict path. Both give the same JSON value
 (tests/test_capture_encoding.py checks it property by property).
 """
@@ -96,35 +96,25 @@ def values_json(values: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     """
     if type(values) is not dict:
         return orjson.dumps(values)
-    names = tuple(values)
-    template = _TEMPLATES.get(names)
-    if template is not None or (template := _learn(names)) is not None:
+    if valid_names(values):
         try:
-            items = orjson.dumps(list(values.values()))[1:-1]
+            body = orjson.dumps(values)[1:-1].translate(_MARKS)
         except TypeError:  # a huge int: the dict path finds it
-            items = b'"'
-        # numbers and booleans only: no string, null (None, NaN, inf), list or object
-        if not items.translate(None, _NUMBER_BYTES):
-            return template % tuple(items.split(b","))
+            body = b""
+        # '"a":1,"b":"x"' holds one ':' per value and one ',' between values when no name or
+        # value holds one (a list of two or more items, a ref, "a,b" ...). With ':' and ','
+        # marked as \0 and \1, a value that begins with 'n' is null (None, NaN or inf: the
+        # dict path writes NaN and inf as strings) and one that begins with '[' a list (which
+        # may hold a NaN): both are left to the dict path
+        if body.count(b"\0") == len(values) and body.count(b"\1") == len(values) - 1 and \
+                body.find(b"\0n") < 0 and body.find(b"\0[") < 0:
+            return b"".join((b'[{"name":', body.replace(b"\1", b'},{"name":').replace(
+                b"\0", b',"value":'), b"}]"))
     return orjson.dumps(expand_values(values))
 
 
-#: every byte orjson writes for numbers, true, false and the commas between them
-_NUMBER_BYTES = b"0123456789+-.eE,truefals"
-#: names tuple -> b'[{"name":"a","value":%b},{"name":"b","value":%b}]' (``%`` in names doubled)
-_TEMPLATES: dict[tuple[str, ...], bytes] = {}
-_MAX_TEMPLATES = 4096
-
-
-def _learn(names: tuple[Any, ...]) -> bytes | None:
-    """The value-list template for valid names (cached), None if a name is invalid."""
-    if not valid_names(names):
-        return None
-    if len(_TEMPLATES) >= _MAX_TEMPLATES:
-        _TEMPLATES.clear()
-    items = [b'{"name":' + orjson.dumps(name).replace(b"%", b"%%") + b',"value":%b}' for name in names]
-    template = _TEMPLATES[names] = b"[" + b",".join(items) + b"]"
-    return template
+#: ':' -> \0 and ',' -> \1 (bytes orjson never writes: control characters are escaped)
+_MARKS = bytes.maketrans(b":,", b"\0\1")
 
 
 def _fallback(event: dict[str, Any], used: Any, generated: Any) -> bytes | None:
