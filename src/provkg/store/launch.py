@@ -134,7 +134,8 @@ class OxigraphServer(_Server):
 
     def __init__(self, directory: str | Path, *, port: int | None = None,
                  startup_timeout: float = 60.0):
-        self.directory = Path(directory)
+        # absolute: the server runs with cwd=directory, so a relative --location would nest
+        self.directory = Path(directory).resolve()
         self.port = port or free_port()
         self.startup_timeout = startup_timeout
 
