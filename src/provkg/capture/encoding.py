@@ -8,9 +8,9 @@ therefore never parsed and serialized again on its way to a built-in sink.
 Values are the bulk of an event. The wire form ``[{"name": n, "value": v}, ...]`` would cost one
 small dict per value; for the common case -- scalars without ',' or ':' in their JSON -- the
 list is rewritten from one ``orjson.dumps`` of the ``name -> value`` snapshot by C-level byte
-operations (a translate and two single-byte replaces). Anything else (strings, None,
-NaN, lists, refs, new or invalid names) takes the dict path. Both give the same JSON value
-(tests/test_capture_encoding.py checks it property by property).
+operations (a translate and two single-byte replaces). Anything else (None, NaN, lists, refs,
+names or strings holding ',' or ':', invalid names) takes the dict path. Both give the same
+JSON value (tests/test_capture_encoding.py checks it property by property).
 """
 
 from __future__ import annotations
@@ -101,15 +101,16 @@ def values_json(values: dict[str, Any] | list[dict[str, Any]]) -> bytes:
             body = orjson.dumps(values)[1:-1].translate(_MARKS)
         except TypeError:  # a huge int: the dict path finds it
             body = b""
-        # '"a":1,"b":"x"' holds one ':' per value and one ',' between values when no name or
-        # value holds one (a list of two or more items, a ref, "a,b" ...). With ':' and ','
-        # marked as \0 and \1, a value that begins with 'n' is null (None, NaN or inf: the
-        # dict path writes NaN and inf as strings) and one that begins with '[' a list (which
-        # may hold a NaN): both are left to the dict path
-        if body.count(b"\0") == len(values) and body.count(b"\1") == len(values) - 1 and \
-                body.find(b"\0n") < 0 and body.find(b"\0[") < 0:
-            return b"".join((b'[{"name":', body.replace(b"\1", b'},{"name":').replace(
-                b"\0", b',"value":'), b"}]"))
+        # With ':' and ',' marked as \0 and \1, a value that begins with 'n' is null (None,
+        # NaN or inf: the dict path writes NaN and inf as strings) and one that begins with '['
+        # a list (which may hold a NaN): both are left to the dict path.
+        if body.find(b"\0n") < 0 and body.find(b"\0[") < 0:
+            out = body.replace(b"\1", b'},{"name":').replace(b"\0", b',"value":')
+            # '"a":1,"b":"x"' has one ':' per value and one ',' between values, unless a name or
+            # a value holds some (a ref, "a,b" ...): each of those would lengthen the result
+            n = len(values)
+            if len(out) == len(body) + 9 * (n - 1) + 8 * n:
+                return b"".join((b'[{"name":', out, b"}]"))
     return orjson.dumps(expand_values(values))
 
 
