@@ -22,7 +22,7 @@ that owns one core; the caller-thread share alone is in the caller CPU column).
 The soak: 1,000,000 tasks (A=10) into ``file:`` in one process, RSS sampled every 50,000 tasks,
 sustained tasks/s including the final flush (bounded by ``--soak-seconds``).
 
-    .venv/bin/python benchmarks/capture.py            # about 8-10 minutes on 2 busy cores
+    .venv/bin/python benchmarks/capture.py            # about 4-6 minutes on 2 busy cores
     .venv/bin/python benchmarks/capture.py --quick    # a smoke run
 """
 
