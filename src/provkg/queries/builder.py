@@ -8,12 +8,26 @@ Only constant text (vocabulary terms, variable names chosen here) and terms made
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from provkg.queries.parts import Part
 from provkg.vocab import PREFIXES
 
-__all__ = ["seconds_between", "select", "subquery", "group", "optional", "union", "with_prefixes"]
+__all__ = [
+    "MAX_LINEAGE_DEPTH",
+    "duration",
+    "group",
+    "lineage",
+    "optional",
+    "seconds_between",
+    "select",
+    "subquery",
+    "union",
+    "with_prefixes",
+]
+
+#: how many derivation steps the lineage parts follow back (``lineage``)
+MAX_LINEAGE_DEPTH = 3
 
 
 def _day_number(t: str) -> str:
@@ -41,6 +55,59 @@ def seconds_between(begin_var: str, end_var: str) -> str:
     days = f"({_day_number(end_var)} - {_day_number(begin_var)})"
     return (f"({days} * 86400 + {diff('HOURS')} * 3600 + {diff('MINUTES')} * 60"
             f" + {diff('SECONDS')})")
+
+
+def duration(begin_var: str, end_var: str, out: str) -> list[str]:
+    """BIND lines giving ``out`` = ``end - begin`` in seconds, the same arithmetic as
+    :func:`seconds_between` in small steps (short to parse: rdflib's parser is slow on
+    long nested expressions). Helper variables are named after ``out``.
+
+    >>> duration("?b", "?e", "?s")[-1].startswith("BIND(((?s_e_d - ?s_b_d) * 86400")
+    True
+    """
+    lines = []
+    for var, key in ((begin_var, "b"), (end_var, "e")):
+        v = f"{out}_{key}"
+        lines += [f"BIND(MONTH({var}) AS {v}_m0)",
+                  f"BIND(YEAR({var}) - IF({v}_m0 <= 2, 1, 0) AS {v}_y)",
+                  f"BIND(IF({v}_m0 > 2, {v}_m0 - 3, {v}_m0 + 9) AS {v}_m)",
+                  (f"BIND(365 * {v}_y + FLOOR({v}_y / 4) - FLOOR({v}_y / 100) + FLOOR({v}_y / 400)"
+                   f" + FLOOR((153 * {v}_m + 2) / 5) + DAY({var}) AS {v}_d)")]
+
+    def diff(fn: str) -> str:
+        return f"({fn}({end_var}) - {fn}({begin_var}))"
+
+    lines.append(f"BIND((({out}_e_d - {out}_b_d) * 86400 + {diff('HOURS')} * 3600"
+                 f" + {diff('MINUTES')} * 60 + {diff('SECONDS')}) AS {out})")
+    return lines
+
+
+def _hop(a: str, b: str, task: str) -> str:
+    """One derivation step from ``a`` back to ``b``: derived from it, or the task that
+    generated ``a`` used it. A sub-select, so that a chain of steps stays a chain of joins
+    (Virtuoso would otherwise distribute the joins over every UNION: 2^k branches)."""
+    return (f"{{ SELECT {a} {b} WHERE {{ {{ {a} prov:wasDerivedFrom {b} . }} UNION "
+            f"{{ {a} prov:wasGeneratedBy {task} . {task} prov:used {b} . }} }} }}")
+
+
+def lineage(start: str, at: Callable[[str, int], Sequence[str | Part]], *,
+            depth: int = MAX_LINEAGE_DEPTH, prefix: str = "?lin") -> str:
+    """``start`` and its ancestors up to ``depth`` derivation steps back, as a UNION with
+    one branch per distance k = 0..depth; ``at(node, k)`` gives what each branch asks of the
+    node it reached (e.g. that it denotes a SEG-Y file, binding an output variable). ``at``
+    should be selective: each branch is written from it back to ``start``, the order rdflib
+    follows (Oxigraph and Virtuoso start from whichever end is bound).
+
+    Written as explicit chains, not a property path: a bounded, anchored pattern every
+    store plans well (Virtuoso 7.2 refuses ``(a|b/c)*`` paths by cost estimate, or
+    answers them wrongly).
+    """
+    branches = []
+    for k in range(depth + 1):
+        nodes = [start] + [f"{prefix}{k}_{i}" for i in range(1, k + 1)]
+        hops = [_hop(nodes[i], nodes[i + 1], f"{prefix}{k}_t{i}") for i in reversed(range(k))]
+        branches.append([*at(nodes[-1], k), *hops])
+    return union(*branches)
 
 
 def _lines(items: Iterable[str | Part], indent: str) -> str:

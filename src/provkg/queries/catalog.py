@@ -12,7 +12,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -25,7 +26,7 @@ from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["CannedQuery", "canned_queries", "get_query", "render", "finish_rows"]
+__all__ = ["CannedQuery", "canned_queries", "finish_rows", "get_query", "order_keys", "render"]
 
 Builder = Callable[[dict[str, str], dict[str, Any], str], str]
 
@@ -69,12 +70,45 @@ class CannedQuery:
         assert self.build is not None
         return with_prefixes(self.build(terms, values, schema))
 
-    def finish(self, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
-        """Rows in this query's column order, pairs columns decoded."""
-        return finish_rows(self, columns, rows)
+    def finish(self, columns: list[str], rows: list[list[Any]], *,
+               sparql: str | None = None) -> list[list[Any]]:
+        """Rows in this query's column order, pairs columns decoded; with the ``sparql``
+        that produced them, sorted again by its final ORDER BY (see :func:`finish_rows`)."""
+        return finish_rows(self, columns, rows, order=order_keys(sparql) if sparql else ())
 
 
-def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+_ORDER_ITEM = re.compile(r"(ASC|DESC|STR)?\(?\?(\w+)\)?", re.IGNORECASE)
+
+
+def order_keys(sparql: str) -> list[tuple[str, bool]]:
+    """``(variable, descending)`` of the last top-level ``ORDER BY`` line the builder wrote.
+
+    >>> order_keys("SELECT ?a ?b WHERE { }\\nORDER BY DESC(?a) STR(?b)\\nLIMIT 3")
+    [('a', True), ('b', False)]
+    """
+    lines = [line for line in sparql.splitlines() if line.startswith("ORDER BY ")]
+    if not lines:
+        return []
+    return [(m.group(2), (m.group(1) or "").upper() == "DESC")
+            for m in _ORDER_ITEM.finditer(lines[-1][len("ORDER BY "):])]
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (1, value)
+    return (2, str(value))
+
+
+def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]], *,
+                order: Sequence[tuple[str, bool]] = ()) -> list[list[Any]]:
+    """Rows in the query's columns, pairs decoded, stably sorted by ``order``.
+
+    The order is applied again here because not every endpoint keeps ORDER BY in what it
+    sends: Virtuoso's Turtle results (which provkg reads for their exact doubles) come as an
+    unordered graph. One mechanism for every store, so every store gives the same rows.
+    """
     index = [columns.index(c) if c in columns else None for c in query.columns]
     out = []
     for row in rows:
@@ -83,6 +117,12 @@ def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]]) -
             k = query.columns.index(c)
             new[k] = format_pairs(new[k])
         out.append(new)
+    if query.pair_columns:  # the same pairs in another GROUP_CONCAT order: one DISTINCT row
+        out = [list(r) for r in dict.fromkeys(tuple(r) for r in out)]
+    for var, descending in reversed(list(order)):
+        if var in columns and var in query.columns:
+            k = query.columns.index(var)
+            out.sort(key=lambda r: _sort_key(r[k]), reverse=descending)
     return out
 
 

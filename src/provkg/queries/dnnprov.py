@@ -9,17 +9,13 @@ generated), in the measure's natural direction.
 from __future__ import annotations
 
 from provkg.queries import parts as P
-from provkg.queries.builder import optional, seconds_between, select, subquery
+from provkg.queries.builder import duration, optional, select, subquery
 from provkg.queries.lifecycle import lower_is_better
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 from provkg.term import literal
 
 __all__ = ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "p1", "p2"]
-
-
-def _seconds(begin: str, end: str) -> str:
-    return f"xsd:double({seconds_between(begin, end)})"
 
 
 def _trainings(t: dict[str, str], schema: str, *names: str) -> list[str | P.Part]:
@@ -53,7 +49,7 @@ def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
 def d1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [values_block({"training": t["training"], "epoch": t["epoch"], "measure": t["measure"]}),
              P.stage("?training", "training", schema),
-             P.section("?ep", "?training", "training", schema), "?ep provkg:index ?epoch .",
+             P.section("?ep", "?training", "training", schema), P.link("?ep provkg:index ?epoch"),
              P.model_evaluation("?ep", "?m", "?value", schema, name="?measure")]
     return select(["?value"], where, order_by=["?value"])
 
@@ -61,7 +57,7 @@ def d1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     layer = P.Part("model schema", P.role_value("?layer", "model_schema", schema, name="?name",
                                                  with_value="?value"))
-    where = [values_block({"model": t["model"]}), "?model prov:wasGeneratedBy ?task .",
+    where = [values_block({"model": t["model"]}), P.link("?model prov:wasGeneratedBy ?task"),
              "{ ?task prov:used ?layer . } UNION { ?layer prov:wasGeneratedBy ?task . }", layer]
     return select(["?name", "?value"], where, distinct=True, order_by=["?name"])
 
@@ -69,10 +65,11 @@ def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [values_block({"training": t["training"], "measure": t["measure"]}),
              P.stage("?training", "training", schema),
-             P.section("?ep", "?training", "training", schema), "?ep provkg:index ?epoch .",
-             "?ep prov:startedAtTime ?begin .", "?ep prov:endedAtTime ?end .",
+             P.section("?ep", "?training", "training", schema),
+             P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
+                    "?ep prov:endedAtTime ?end"), *duration("?begin", "?end", "?s"),
              optional(P.model_evaluation("?ep", "?m", "?loss", schema, name="?measure"))]
-    return select(["?epoch", f"({_seconds('?begin', '?end')} AS ?seconds)", "?loss"], where,
+    return select(["?epoch", "(xsd:double(?s) AS ?seconds)", "?loss"], where,
                   order_by=["?epoch"])
 
 
@@ -103,8 +100,8 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                                               name=literal("learning_rate"),
                                               with_value="?new_value")))
     where = [*_best(t, v, schema),
-             "?adapt prov:wasInformedBy ?training .", P.stage("?adapt", "adaptation", schema),
-             "?adapt provkg:index ?epoch .", new,
+             P.link("?adapt prov:wasInformedBy ?training", "?adapt provkg:index ?epoch"),
+             P.stage("?adapt", "adaptation", schema), new,
              optional(P.named_value("?adapt", "?tq", "?technique", literal("technique"), used=True))]
     return select(["?training", "?epoch", "?technique", "?new_value"], where, distinct=True,
                   order_by=["STR(?training)", "?epoch"])
@@ -142,12 +139,12 @@ def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
                       [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
-                       "?e provkg:index ?i ."], group_by=["?training"])
+                       P.link("?e provkg:index ?i")], group_by=["?training"])
     where = [latest, P.section("?ep", "?training", "training", schema),
-             "?ep provkg:index ?epoch .",
-             "?ep prov:startedAtTime ?begin .", "?ep prov:endedAtTime ?end .",
+             P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
+                    "?ep prov:endedAtTime ?end"), *duration("?begin", "?end", "?s"),
              optional(P.model_evaluation("?ep", "?l", "?loss", schema, name=literal("loss"))),
              _hyperparameter_pairs(t, schema)]
-    return select(["?training", "?hyperparameters", "?epoch",
-                   f"({_seconds('?begin', '?end')} AS ?seconds)", "?loss"], where,
+    return select(["?training", "?hyperparameters", "?epoch", "(xsd:double(?s) AS ?seconds)",
+                   "?loss"], where,
                   order_by=["STR(?training)"])

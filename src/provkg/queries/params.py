@@ -15,7 +15,7 @@ from provkg.errors import BadParameter
 from provkg.term import iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["REQUIRED", "Parameter", "parse_params", "values_block", "term_for"]
+__all__ = ["REQUIRED", "Parameter", "parse_params", "term_for", "values_block"]
 
 
 class _Required:

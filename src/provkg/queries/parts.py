@@ -7,6 +7,12 @@ that node's ``provlake:tag`` (retrospective -> prospective -> tag clauses).
 A part is a list of triple patterns (one clause each), so clause counts per schema come
 from the same code that writes the queries (``provkg bench clauses``). Arguments are
 variable names (``"?training"``) or terms made by :mod:`provkg.term`, never user text.
+
+A part renders as one ``{ ... }`` group per subject ("star"), in the order written.
+Oxigraph and Virtuoso flatten such groups and plan the joins themselves; rdflib, which
+sorts the patterns of one group by how many variables they bind (so independent
+``?x a C`` patterns multiply), evaluates the groups in the written order instead. Queries
+therefore list their parts from the bound parameters outwards.
 """
 
 from __future__ import annotations
@@ -17,9 +23,23 @@ from provkg.errors import BadParameter
 from provkg.term import literal
 
 __all__ = [
-    "SCHEMAS", "Part", "check_schema", "stage", "section", "hyperparameters", "model",
-    "model_evaluation", "named_value", "concept_value", "dataset", "lineage", "domain_facts",
-    "workflow_tasks", "role_value",
+    "SCHEMAS",
+    "Part",
+    "check_schema",
+    "concept_value",
+    "dataset",
+    "domain_facts",
+    "hyperparameters",
+    "lineage",
+    "link",
+    "model",
+    "model_evaluation",
+    "named_value",
+    "role_value",
+    "section",
+    "stage",
+    "stars",
+    "workflow_tasks",
 ]
 
 SCHEMAS = ("typed", "tagged")
@@ -61,10 +81,23 @@ class Part:
         return len(self.patterns)
 
     def sparql(self) -> str:
-        return "\n".join([*(p + " ." for p in self.patterns), *self.extra])
+        return "\n".join([*stars(self.patterns), *self.extra])
 
     def __add__(self, other: Part) -> Part:
         return Part(self.name, self.patterns + other.patterns, self.extra + other.extra)
+
+
+def stars(patterns: tuple[str, ...] | list[str]) -> list[str]:
+    """Patterns as ``{ ... }`` groups, one per subject, in order of first appearance."""
+    by_subject: dict[str, list[str]] = {}
+    for p in patterns:
+        by_subject.setdefault(p.split(None, 1)[0], []).append(p)
+    return ["{ " + " . ".join(group) + " . }" for group in by_subject.values()]
+
+
+def link(*patterns: str, name: str = "link") -> Part:
+    """Plain triple patterns as a part (so they render as groups like every other part)."""
+    return Part(name, patterns)
 
 
 def check_schema(schema: str, allowed: tuple[str, ...] = SCHEMAS) -> str:

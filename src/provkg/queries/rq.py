@@ -30,7 +30,7 @@ from provkg.queries.params import REQUIRED, Parameter, values_block
 if TYPE_CHECKING:
     from provkg.queries.catalog import CannedQuery
 
-__all__ = ["queries_dir", "rq_paths", "parse_rq", "rq_queries", "bind_rq"]
+__all__ = ["bind_rq", "parse_rq", "queries_dir", "rq_paths", "rq_queries"]
 
 _HEADER = re.compile(r"^#\s*(name|question|schemas|columns|param)\s*:\s*(.*?)\s*$")
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)

@@ -23,8 +23,14 @@ from provkg.term import Triple, ntriples_line
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = [
-    "query_catalog", "render_query", "run_query", "run_sparql", "query_form", "format_rows",
-    "cmd_query", "cmd_sparql",
+    "cmd_query",
+    "cmd_sparql",
+    "format_rows",
+    "query_catalog",
+    "query_form",
+    "render_query",
+    "run_query",
+    "run_sparql",
 ]
 
 _READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
@@ -61,7 +67,7 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
     query = get_query(name)
     text = query.render(params, schema=schema, base=base)
     rows = store.select(text, timeout=timeout)
-    return Rows(list(query.columns), query.finish(rows.columns, rows.rows))
+    return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
 
 
 def query_form(text: str) -> str:
