@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from provkg.errors import BadParameter, QuerySyntaxError, QueryTimeout
+from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout
 from provkg.term import Triple, escape_string, literal
 from provkg.vocab import XSD
 
 __all__ = [
-    "Store", "Rows", "python_value", "ntriples_term", "rdf_format_of", "syntax_error",
+    "Store", "Rows", "python_value", "ntriples_term", "rdf_file", "rdf_format_of", "syntax_error",
     "ntriples_bytes", "RDF_FORMATS", "run_with_timeout",
 ]
 
@@ -254,6 +254,20 @@ def rdf_format_of(path: str | Path, format: str | None = None) -> tuple[str, boo
     known = " ".join(e for _, exts in RDF_FORMATS.values() for e in exts)
     raise BadParameter(f"cannot tell the RDF format of {path}: expected an extension among "
                        f"{known} (optionally .gz), or give the format")
+
+
+def rdf_file(path: str | Path, format: str | None = None) -> tuple[Path, str, bool]:
+    """An existing RDF file to load: its path, format name and whether it is gzipped.
+
+    Raises:
+        NotFound: no such file.
+        BadParameter: the format is unknown or cannot be guessed.
+    """
+    path = Path(path)
+    fmt, gzipped = rdf_format_of(path, format)
+    if not path.is_file():
+        raise NotFound(f"no such file: {path}")
+    return path, fmt, gzipped
 
 
 _LINE_COLUMN = [

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from provkg.errors import NotFound, StoreError, StoreUnavailable
+from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
     ntriples_bytes,
     ntriples_term,
     python_value,
-    rdf_format_of,
+    rdf_file,
     run_with_timeout,
     syntax_error,
 )
@@ -96,10 +96,7 @@ class OxigraphStore(Store):
     def load_file(self, path: str | Path, *, format: str | None = None,
                   graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
         """See :meth:`Store.load_file`. ``progress`` is called with byte counts as the file is read."""
-        path = Path(path)
-        fmt, gzipped = rdf_format_of(path, format)
-        if not path.is_file():
-            raise NotFound(f"no such file: {path}")
+        path, fmt, gzipped = rdf_file(path, format)
         before = len(self._store)
         to_graph = ox.NamedNode(graph) if graph else None
         base = path.resolve().as_uri()

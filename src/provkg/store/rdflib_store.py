@@ -23,14 +23,14 @@ from pyparsing import ParseBaseException
 from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from provkg.errors import NotFound, StoreError, StoreUnavailable
+from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
     ntriples_bytes,
     ntriples_term,
     python_value,
-    rdf_format_of,
+    rdf_file,
     run_with_timeout,
     syntax_error,
 )
@@ -83,10 +83,7 @@ class RdflibStore(Store):
 
     def load_file(self, path: str | Path, *, format: str | None = None,
                   graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
-        path = Path(path)
-        fmt, gzipped = rdf_format_of(path, format)
-        if not path.is_file():
-            raise NotFound(f"no such file: {path}")
+        path, fmt, gzipped = rdf_file(path, format)
         before = self.count()
         with path.open("rb") as raw:
             stream = counting_reader(raw, progress)

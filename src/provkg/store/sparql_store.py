@@ -37,14 +37,14 @@ from SPARQLWrapper.SPARQLExceptions import (
     Unauthorized,
 )
 
-from provkg.errors import BadParameter, NotFound, QueryTimeout, StoreError, StoreUnavailable
+from provkg.errors import BadParameter, QueryTimeout, StoreError, StoreUnavailable
 from provkg.store.base import (
     RDF_FORMATS,
     Rows,
     Store,
     ntriples_term,
     python_value,
-    rdf_format_of,
+    rdf_file,
     syntax_error,
 )
 from provkg.store.progress import counting_reader
@@ -171,10 +171,7 @@ class SparqlStore(Store):
 
     def load_file(self, path: str | Path, *, format: str | None = None,
                   graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
-        path = Path(path)
-        fmt, gzipped = rdf_format_of(path, format)
-        if not path.is_file():
-            raise NotFound(f"no such file: {path}")
+        path, fmt, gzipped = rdf_file(path, format)
         before = self.count(graph=graph) if graph and fmt not in ("nquads", "trig") else self.count()
         with path.open("rb") as raw:
             stream = counting_reader(raw, progress)
