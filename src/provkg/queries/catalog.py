@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
-from provkg.queries import dnnprov, lifecycle
+from provkg.queries import dnnprov, lifecycle, sprov
 from provkg.queries.builder import with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
@@ -206,6 +206,12 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
                     (_WORKFLOW, _k(), _measure("accuracy")),
                     ("training", "value", "hyperparameters"), build=D.p2, pair_columns=hp),
+        CannedQuery("s1", "Lineage of a data item back to its inputs: each derivation edge, "
+                    "the invocation behind it and its distance (S-PROV)",
+                    (_p("data", "data", help="the data item: its value id or location URI"),
+                     _p("depth", "int", 5, "how many derivation steps back", minimum=1)),
+                    ("data", "derived_from", "invocation", "depth"), schemas=("sprov",),
+                    build=sprov.s1),
     ]
 
 

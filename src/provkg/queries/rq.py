@@ -7,6 +7,7 @@ Parameter convention: a header of ``# key: value`` comment lines, then the query
     # schemas: sprov
     # columns: component, invocations, last_event_time
     # param: workflow workflow                (name, type[, default])
+    # pairs: parameters                       (optional: columns of encoded pairs)
     SELECT ... WHERE {
       ...uses ?workflow...
     }
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["bind_rq", "parse_rq", "queries_dir", "rq_paths", "rq_queries"]
 
-_HEADER = re.compile(r"^#\s*(name|question|schemas|columns|param)\s*:\s*(.*?)\s*$")
+_HEADER = re.compile(r"^#\s*(name|question|schemas|columns|pairs|param)\s*:\s*(.*?)\s*$")
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
 
 
@@ -87,7 +88,8 @@ def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
         name=head["name"], question=head["question"], parameters=tuple(params),
         columns=tuple(c.strip() for c in head["columns"].split(",")),
         schemas=tuple(s.strip() for s in head.get("schemas", "typed, tagged").split(",")),
-        rq_text=text)
+        rq_text=text,
+        pair_columns=tuple(c.strip() for c in head.get("pairs", "").split(",") if c.strip()))
 
 
 def rq_queries() -> list[CannedQuery]:

@@ -1,0 +1,139 @@
+"""S-PROV canned queries (s1, s2, s3) on the captured lifecycle mapped with ``schema="sprov"``.
+
+Expected rows are computed from the captured events in plain Python.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import pytest
+from lifecycle import Lifecycle, build_lifecycle, load_lifecycle
+
+from provkg.errors import BadParameter
+from provkg.events import default_value_id
+from provkg.queries import canned_queries
+from provkg.queries.pairs import format_value
+from provkg.service.querying import run_query
+from provkg.term import mint_iri
+
+
+@pytest.fixture(scope="module")
+def lc() -> Lifecycle:
+    return build_lifecycle()
+
+
+@pytest.fixture
+def sprov_store(embedded_store, lc):
+    load_lifecycle(embedded_store, lc, schema="sprov")
+    return embedded_store
+
+
+def _value_id(v: dict, owner: str, *, used: bool) -> str:
+    return v.get("id") or v.get("location") or default_value_id(owner, v["name"], used=used)
+
+
+def _tasks(lc: Lifecycle) -> list[dict]:
+    return [e for e in lc.events if "workflow_id" in e]
+
+
+def _edges(lc: Lifecycle) -> dict[str, set[tuple[str, str | None]]]:
+    """value id -> {(input value id, invocation id or None)}."""
+    used, generated_by = defaultdict(set), defaultdict(set)
+    edges: dict[str, set[tuple[str, str | None]]] = defaultdict(set)
+    for e in _tasks(lc):
+        for v in e.get("used") or ():
+            used[e["id"]].add(_value_id(v, e["id"], used=True))
+        for v in e.get("generated") or ():
+            generated_by[_value_id(v, e["id"], used=False)].add(e["id"])
+        for side in ("used", "generated"):
+            for v in e.get(side) or ():
+                for src in v.get("derived_from") or ():
+                    edges[_value_id(v, e["id"], used=side == "used")].add((src, None))
+    for value, tasks in generated_by.items():
+        for t in tasks:
+            edges[value] |= {(u, t) for u in used[t]}
+    return edges
+
+
+def _lineage(lc: Lifecycle, start: str, depth: int) -> set[tuple]:
+    edges, level, out = _edges(lc), {start}, set()
+    for k in range(1, depth + 1):
+        nxt = set()
+        for a in level:
+            for b, t in edges.get(a, ()):
+                out.add((mint_iri("value", a), mint_iri("value", b),
+                         mint_iri("task", t) if t else None, k))
+                nxt.add(b)
+        level = nxt
+    return out
+
+
+def _utc(t: float) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def test_listed_in_catalog():
+    names = {q.name: q for q in canned_queries()}
+    assert [names[n].columns for n in ("s1", "s2", "s3")] == [
+        ("data", "derived_from", "invocation", "depth"),
+        ("instance", "change", "parameters", "time"),
+        ("component", "invocations", "last_event_time")]
+    assert all(names[n].schemas == ("sprov",) for n in ("s1", "s2", "s3"))
+
+
+@pytest.mark.parametrize("depth", [1, 5])
+def test_s1_lineage_of_a_model(sprov_store, lc, depth):
+    model = lc.trainings[0].model
+    expected = _lineage(lc, model, depth)
+    assert any(row[3] == 2 for row in expected) or depth == 1  # reaches the SEG-Y inputs
+    rows = run_query(sprov_store, "s1", {"data": model, "depth": depth}, schema="sprov").rows
+    assert len(rows) == len(expected)
+    assert {tuple(r) for r in rows} == expected
+    assert [r[3] for r in rows] == sorted(r[3] for r in rows)
+
+
+def test_s1_rejects_other_schema_and_huge_depth(lc):
+    from provkg.queries import render
+
+    with pytest.raises(BadParameter, match="sprov"):
+        render("s1", {"data": lc.trainings[0].model}, schema="typed")
+    with pytest.raises(BadParameter, match="depth"):
+        render("s1", {"data": lc.trainings[0].model, "depth": 99}, schema="sprov")
+
+
+def test_s2_runtime_changes(sprov_store, lc):
+    expected = []
+    for e in _tasks(lc):
+        if e.get("transformation") == "adaptation" and e["event"] == "end":
+            params = "; ".join(f"{v['name']}={format_value(v['value'])}"
+                               for v in sorted(e["generated"], key=lambda v: v["name"]))
+            expected.append((mint_iri("instance", e["workflow_id"], "training"),
+                             mint_iri("change", e["id"]), params, _utc(e["time"])))
+    expected.sort(key=lambda r: r[3])
+    assert len(expected) >= 2
+    rows = run_query(sprov_store, "s2", {"workflow": "flower-training"}, schema="sprov").rows
+    assert [(r[0], r[1], r[2], _parse(r[3])) for r in rows] == expected
+    none = run_query(sprov_store, "s2", {"workflow": "seismic-curation"}, schema="sprov").rows
+    assert none == []
+
+
+@pytest.mark.parametrize("workflow", ["flower-training", "seismic-curation"])
+def test_s3_invocations_per_component(sprov_store, lc, workflow):
+    runs = {e["id"] for e in lc.events if e.get("workflow") == workflow}
+    tasks, last = defaultdict(set), {}
+    for e in _tasks(lc):
+        if e["workflow_id"] in runs:
+            tr = e["transformation"]
+            tasks[tr].add(e["id"])
+            if e["event"] == "end":
+                last[tr] = max(last.get(tr, e["time"]), e["time"])
+    expected = sorted((mint_iri("spec", workflow, tr), len(ids), _utc(last[tr]))
+                      for tr, ids in tasks.items())
+    rows = run_query(sprov_store, "s3", {"workflow": workflow}, schema="sprov").rows
+    assert [(r[0], r[1], _parse(r[2])) for r in rows] == expected
