@@ -25,9 +25,9 @@ def lc() -> Lifecycle:
 
 
 @pytest.fixture
-def sprov_store(embedded_store, lc):
-    load_lifecycle(embedded_store, lc, schema="sprov")
-    return embedded_store
+def sprov_store(store, lc):
+    load_lifecycle(store, lc, schema="sprov")
+    return store
 
 
 def _value_id(v: dict, owner: str, *, used: bool) -> str:
@@ -87,15 +87,26 @@ def test_listed_in_catalog():
     assert all(names[n].schemas == ("sprov",) for n in ("s1", "s2", "s3"))
 
 
-@pytest.mark.parametrize("depth", [1, 5])
-def test_s1_lineage_of_a_model(sprov_store, lc, depth):
+def _check_s1(store, lc, depth):
     model = lc.trainings[0].model
     expected = _lineage(lc, model, depth)
     assert any(row[3] == 2 for row in expected) or depth == 1  # reaches the SEG-Y inputs
-    rows = run_query(sprov_store, "s1", {"data": model, "depth": depth}, schema="sprov").rows
+    rows = run_query(store, "s1", {"data": model, "depth": depth}, schema="sprov").rows
     assert len(rows) == len(expected)
     assert {tuple(r) for r in rows} == expected
     assert [r[3] for r in rows] == sorted(r[3] for r in rows)
+
+
+def test_s1_lineage_of_a_model_one_step(sprov_store, lc):
+    _check_s1(sprov_store, lc, 1)
+
+
+@pytest.mark.parametrize("depth", [2, 5])
+def test_s1_lineage_of_a_model(embedded_store, lc, depth):
+    # deeper lineage on the in-process backends only: Virtuoso 7.2's SPARQL compiler fails on
+    # the union of chains from depth 2 with an internal error (SP031) - an open gap of issue 5
+    load_lifecycle(embedded_store, lc, schema="sprov")
+    _check_s1(embedded_store, lc, depth)
 
 
 def test_s1_rejects_other_schema_and_huge_depth(lc):
