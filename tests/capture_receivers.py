@@ -148,6 +148,7 @@ class MqttSubscriber:
         self.topics: set[str] = set()
         self.invalid: list[str] = []
         self._subscribed = threading.Event()
+        self.subscriptions = 0  # completed SUBSCRIBEs: a reconnect after a broker restart adds one
         self._client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
                                    client_id=f"test-sub-{port}", clean_session=False,
                                    protocol=mqtt.MQTTv311)
@@ -157,6 +158,7 @@ class MqttSubscriber:
             client.subscribe(f"{prefix}/#", qos=1)
 
         def on_subscribe(client, userdata, mid, reasons, properties):
+            self.subscriptions += 1
             self._subscribed.set()
 
         def on_disconnect(client, userdata, flags, reason, properties):
@@ -179,6 +181,14 @@ class MqttSubscriber:
         self._client.loop_start()
         if not self._subscribed.wait(10):
             raise RuntimeError("subscriber did not subscribe")
+
+    def wait_resubscribed(self, before: int, timeout: float = 20.0) -> bool:
+        """Wait until a SUBSCRIBE newer than ``before`` completed (the broker restarted and,
+        after a SIGKILL, may have lost this client's session and its queued messages)."""
+        deadline = time.monotonic() + timeout
+        while self.subscriptions <= before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.subscriptions > before
 
     def wait_subscribed(self, timeout: float = 10.0) -> bool:
         """After a broker restart: wait until the subscription is back."""

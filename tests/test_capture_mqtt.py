@@ -69,8 +69,10 @@ def test_broker_lost_mid_run_then_replay_delivers_every_event(broker, tmp_path, 
             loop_after_kill = time.perf_counter() - started_after_kill
         assert loop_after_kill < 3.0, f"the loop took {loop_after_kill:.2f} s after the broker died"
         assert spool_segments(spool)
+        subscribed_before = subscriber.subscriptions
         broker.start()
-        assert subscriber.wait_subscribed()
+        # replay only once the subscriber is back: a SIGKILLed broker may have lost its session
+        assert subscriber.wait_resubscribed(subscribed_before)
         report = replay(spool, f"{broker.url}/prov")
         assert report.events > 0 and spool_segments(spool) == []
         expected = expected_keys(wf.id, ids)
