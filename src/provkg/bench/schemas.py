@@ -48,6 +48,7 @@ class QueryPlan:
     question: str
     params: dict[str, object]
     texts: dict[str, str] = field(default_factory=dict)      # schema -> SPARQL
+    virtuoso_texts: dict[str, str] = field(default_factory=dict)  # the same, Virtuoso dialect
     ordered: bool = False                                     # ORDER BY: row order matters
     skip: str | None = None                                   # why it is not measured
 
@@ -77,6 +78,8 @@ def plan_queries(shape: Shape, *, only: list[str] | None = None) -> list[QueryPl
         for schema in ("typed", "tagged"):
             try:
                 plan.texts[schema] = render_query(name, params, schema=schema)
+                plan.virtuoso_texts[schema] = render_query(name, params, schema=schema,
+                                                           dialect="virtuoso")
             except ProvkgError as exc:
                 plan.skip = f"cannot render {schema}: {exc}"
                 break
@@ -161,10 +164,11 @@ def measure_store(run: StoreRun, plans: list[QueryPlan], *, timeout: float, budg
     for plan in tqdm(todo, desc=f"query {run.name:15}", unit="query", disable=not progress,
                      leave=True, dynamic_ncols=True):
         answers: dict[str, Rows] = {}
+        texts = plan.virtuoso_texts if run.name == "virtuoso" else plan.texts
 
-        def runner(schema: str, plan: QueryPlan = plan, answers: dict = answers):
+        def runner(schema: str, texts: dict = texts, answers: dict = answers):
             def once() -> float:
-                seconds, rows = run.workers[schema].select(plan.texts[schema], timeout=timeout)
+                seconds, rows = run.workers[schema].select(texts[schema], timeout=timeout)
                 answers.setdefault(schema, rows)
                 return seconds
             return once

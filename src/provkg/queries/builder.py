@@ -8,13 +8,18 @@ Only constant text (vocabulary terms, variable names chosen here) and terms made
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from provkg.queries.parts import Part
 from provkg.vocab import PREFIXES
 
 __all__ = [
+    "DIALECTS",
+    "LINEAGE_PATH",
     "MAX_LINEAGE_DEPTH",
+    "dialect",
     "duration",
     "group",
     "lineage",
@@ -26,8 +31,37 @@ __all__ = [
     "with_prefixes",
 ]
 
-#: how many derivation steps the lineage parts follow back (``lineage``)
+#: how many derivation steps the lineage parts follow back in the ``virtuoso`` dialect
 MAX_LINEAGE_DEPTH = 3
+
+#: one derivation step back: derived from, or an input of the task that generated it
+LINEAGE_PATH = "(prov:wasDerivedFrom|prov:wasGeneratedBy/prov:used)"
+
+#: ``standard``: lineage as a SPARQL 1.1 property path (Oxigraph, rdflib: evaluated from the
+#: bound end, milliseconds at 10M triples); ``virtuoso``: bounded explicit chains, because
+#: Virtuoso 7.2 refuses or mis-answers ``(a|b/c)*`` paths
+DIALECTS = ("standard", "virtuoso")
+
+_DIALECT: ContextVar[str] = ContextVar("provkg_sparql_dialect", default="standard")
+
+
+@contextmanager
+def dialect(name: str) -> Iterator[None]:
+    """Render queries for store dialect ``name`` (one of :data:`DIALECTS`) inside the block.
+
+    >>> with dialect("virtuoso"):
+    ...     "UNION" in lineage("?d", lambda node, k: [f"{node} a ?c ."])
+    True
+    >>> "UNION" in lineage("?d", lambda node, k: [f"{node} a ?c ."])
+    False
+    """
+    if name not in DIALECTS:
+        raise ValueError(f"unknown SPARQL dialect {name!r}; known: {', '.join(DIALECTS)}")
+    token = _DIALECT.set(name)
+    try:
+        yield
+    finally:
+        _DIALECT.reset(token)
 
 
 def _day_number(t: str) -> str:
@@ -90,18 +124,23 @@ def _hop(a: str, b: str, task: str) -> str:
             f"{{ {a} prov:wasGeneratedBy {task} . {task} prov:used {b} . }} }} }}")
 
 
-def lineage(start: str, at: Callable[[str, int], Sequence[str | Part]], *,
-            depth: int = MAX_LINEAGE_DEPTH, prefix: str = "?lin") -> str:
-    """``start`` and its ancestors up to ``depth`` derivation steps back, as a UNION with
-    one branch per distance k = 0..depth; ``at(node, k)`` gives what each branch asks of the
-    node it reached (e.g. that it denotes a SEG-Y file, binding an output variable). ``at``
-    should be selective: each branch is written from it back to ``start``, the order rdflib
-    follows (Oxigraph and Virtuoso start from whichever end is bound).
+def lineage(start: str, at: Callable[[str, int | None], Sequence[str | Part]], *,
+            depth: int = MAX_LINEAGE_DEPTH, prefix: str = "?lin", end: str | None = None) -> str:
+    """``start`` and its ancestors; ``at(node, k)`` gives what the query asks of the node
+    reached (e.g. that it denotes a SEG-Y file); ``end`` names that node's variable.
 
-    Written as explicit chains, not a property path: a bounded, anchored pattern every
-    store plans well (Virtuoso 7.2 refuses ``(a|b/c)*`` paths by cost estimate, or
-    answers them wrongly).
+    In the ``standard`` dialect (see :func:`dialect`): one property path
+    ``start LINEAGE_PATH* end`` written as plain triples in the enclosing group, so the store
+    walks it from the already-bound ``start`` (a nested group or sub-select would be
+    evaluated on its own, from every node of the graph); ``k`` is ``None``, depth unbounded.
+
+    In the ``virtuoso`` dialect: a UNION with one explicit chain per distance k = 0..depth,
+    each written from ``at`` back to ``start``; Virtuoso 7.2 refuses ``(a|b/c)*`` paths by
+    cost estimate, or answers them wrongly.
     """
+    if _DIALECT.get() == "standard":
+        node = end or f"{prefix}_n"
+        return _lines([f"{start} {LINEAGE_PATH}* {node} .", *at(node, None)], "")
     branches = []
     for k in range(depth + 1):
         nodes = [start] + [f"{prefix}{k}_{i}" for i in range(1, k + 1)]

@@ -20,6 +20,7 @@ from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
 from provkg.queries import dnnprov, lifecycle, sprov
+from provkg.queries.builder import dialect as sparql_dialect
 from provkg.queries.builder import with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
@@ -50,8 +51,9 @@ class CannedQuery:
         return parse_params(self.parameters, params, query=self.name)
 
     def render(self, params: dict[str, object], *, schema: str = "typed",
-               base: str = DEFAULT_BASE) -> str:
-        """The SPARQL text for ``params`` in ``schema``; values enter as VALUES rows.
+               base: str = DEFAULT_BASE, dialect: str = "standard") -> str:
+        """The SPARQL text for ``params`` in ``schema``, for stores of ``dialect`` (see
+        :func:`provkg.queries.builder.dialect`); values enter as VALUES rows.
 
         Raises:
             BadParameter: a bad parameter, or a schema this query does not exist in.
@@ -68,7 +70,8 @@ class CannedQuery:
 
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
-        return with_prefixes(self.build(terms, values, schema))
+        with sparql_dialect(dialect):
+            return with_prefixes(self.build(terms, values, schema))
 
     def finish(self, columns: list[str], rows: list[list[Any]], *,
                sparql: str | None = None) -> list[list[Any]]:
@@ -242,6 +245,6 @@ def get_query(name: str) -> CannedQuery:
 
 
 def render(name: str, params: dict[str, object], *, schema: str = "typed",
-           base: str = DEFAULT_BASE) -> str:
+           base: str = DEFAULT_BASE, dialect: str = "standard") -> str:
     """The SPARQL of canned query ``name`` for ``params`` (see :meth:`CannedQuery.render`)."""
-    return get_query(name).render(params, schema=schema, base=base)
+    return get_query(name).render(params, schema=schema, base=base, dialect=dialect)

@@ -18,7 +18,7 @@ from typing import Any
 
 from provkg.errors import BadParameter
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
-from provkg.store import Rows, Store, open_store
+from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.term import Triple, ntriples_line
 from provkg.vocab import DEFAULT_BASE
 
@@ -48,13 +48,13 @@ def query_catalog() -> list[CannedQuery]:
 
 
 def render_query(name: str, params: dict[str, object], *, schema: str = "typed",
-                 base: str = DEFAULT_BASE) -> str:
+                 base: str = DEFAULT_BASE, dialect: str = "standard") -> str:
     """The SPARQL canned query ``name`` runs for ``params`` on ``schema``.
 
     Raises:
         UnknownQuery: no such query.  BadParameter: a missing or malformed parameter.
     """
-    return get_query(name).render(params, schema=schema, base=base)
+    return get_query(name).render(params, schema=schema, base=base, dialect=dialect)
 
 
 def run_query(store: Store, name: str, params: dict[str, object], *, schema: str = "typed",
@@ -65,7 +65,7 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
         UnknownQuery, BadParameter, StoreError (and QueryTimeout past ``timeout``).
     """
     query = get_query(name)
-    text = query.render(params, schema=schema, base=base)
+    text = query.render(params, schema=schema, base=base, dialect=store.query_dialect)
     rows = store.select(text, timeout=timeout)
     return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
 
@@ -169,7 +169,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         return 0 if args.list else 2
     params = _parse_param_args(args.param)
     if args.show:
-        print(render_query(args.name, params, schema=args.schema))
+        print(render_query(args.name, params, schema=args.schema,
+                           dialect=store_dialect(args.store)))
         return 0
     get_query(args.name).parse(params)  # bad parameters fail before the store is opened
     with open_store(args.store) as store:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from provkg.errors import BadParameter, StoreUnavailable
 from provkg.store.base import Rows, Store
 
-__all__ = ["open_store", "Store", "Rows", "STORE_SCHEMES"]
+__all__ = ["open_store", "store_dialect", "Store", "Rows", "STORE_SCHEMES"]
 
 
 def _oxigraph(rest: str, url: str) -> Store:
@@ -74,6 +74,15 @@ STORE_SCHEMES: dict[str, Callable[[str, str], Store]] = {
     "virtuoso+http": _sparql,
     "virtuoso+https": _sparql,
 }
+
+
+def store_dialect(url: str | None) -> str:
+    """How canned queries are rendered for the store at ``url`` (without opening it).
+
+    >>> store_dialect("virtuoso+http://127.0.0.1:8890"), store_dialect("oxigraph:data")
+    ('virtuoso', 'standard')
+    """
+    return "virtuoso" if (url or "").lower().startswith("virtuoso+") else "standard"
 
 
 def open_store(url: str) -> Store:

@@ -70,6 +70,8 @@ class Store(ABC):
 
     #: the URL the store was opened with
     url: str = ""
+    #: how canned queries are rendered for this store (``provkg.queries.builder.DIALECTS``)
+    query_dialect: str = "standard"
 
     @abstractmethod
     def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:

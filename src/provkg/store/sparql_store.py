@@ -79,6 +79,7 @@ class Endpoint:
     # nothing from a chunked body yet answers 201: it gets sized chunks instead)
     insert_batch: int = 20_000  # triples per INSERT DATA request when there is no GSP
     turtle_results: bool = False  # SELECT answers as Turtle (Virtuoso: JSON/XML cut doubles to 6 digits)
+    query_dialect: str = "standard"  # canned-query rendering (provkg.queries.builder.DIALECTS)
     extra_params: dict[str, str] = field(default_factory=dict)
 
 
@@ -118,6 +119,7 @@ def open_endpoint(url: str) -> SparqlStore:
         for host in {origin, "http://localhost:8890", f"http://{parts.netloc}"}:
             hidden += [f"{host}/sparql", f"{host}/DAV/"]
         extra = dict(hidden_graphs=tuple(dict.fromkeys(hidden)), turtle_results=True,
+                     query_dialect="virtuoso",
                      # its SPARQL compiler gives up near a few thousand triples per INSERT DATA
                      insert_batch=1_000)
     elif flavour == "sparql":
@@ -148,6 +150,7 @@ class SparqlStore(Store):
     def __init__(self, endpoint: Endpoint, *, url: str):
         self.endpoint = endpoint
         self.url = url
+        self.query_dialect = endpoint.query_dialect
         auth: httpx.Auth | None = None
         if endpoint.user:
             auth = httpx.DigestAuth(endpoint.user, endpoint.password or "")
