@@ -127,9 +127,37 @@ class SectionSummaries:
         self.retract: list[Triple] = []
         #: parents whose sections were parked as pending records at a session's end
         self.parked = 0
+        #: section task id -> parent id, from the event that named it (clients, provkg's
+        #: capture library among them, name the parent on ``begin`` only)
+        self.parent_of: dict[str, str] = {}
+        #: events of sections whose parent is not known yet (their begin has not arrived)
+        self.waiting: dict[str, list[tuple[dict[str, Any], WorkflowTerms, TransformationTerms]]] = {}
 
     def add(self, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
-        parent = e.get("parent")
+        tid, parent = e["id"], e.get("parent")
+        if parent is None:
+            parent = self.parent_of.get(tid)
+            if parent is None:  # wait for the event that names the parent
+                self.waiting.setdefault(tid, []).append((e, wt, tt))
+                return
+            if e["event"] == "end":
+                del self.parent_of[tid]
+        else:
+            self.parent_of[tid] = parent
+            for args in self.waiting.pop(tid, ()):
+                self._add(parent, *args)
+        self._add(parent, e, wt, tt)
+
+    def _drain(self, run_id: str | None = None) -> None:
+        """Waiting events whose parent never came (of run ``run_id``, or all): sections
+        directly under their run."""
+        for tid in [t for t, evs in self.waiting.items()
+                    if run_id is None or evs[0][0]["workflow_id"] == run_id]:
+            for args in self.waiting.pop(tid):
+                self._add(None, *args)
+
+    def _add(self, parent: str | None, e: dict[str, Any], wt: WorkflowTerms,
+             tt: TransformationTerms) -> None:
         key = ("task", parent) if parent is not None else ("run", e["workflow_id"])
         sections = self.open.get(key)
         if sections is None:
@@ -165,6 +193,8 @@ class SectionSummaries:
     def close_run(self, run_id: str) -> list[Triple]:
         """Summaries of sections directly under a run that just ended."""
         key = ("run", run_id)
+        if self.st.summary_close_on_end:
+            self._drain(run_id)
         sections = self.open.pop(key, None) if self.st.summary_close_on_end else None
         return self._emit(key, sections) if sections else []
 
@@ -175,6 +205,7 @@ class SectionSummaries:
         that ended in this session and were reopened by late events are summarised now."""
         from provkg.mapper.retro import event_json
 
+        self._drain()
         out: list[Triple] = []
         for key, sections in self.open.items():
             if key in self.stale:
@@ -191,6 +222,7 @@ class SectionSummaries:
 
     def flush_all(self) -> list[Triple]:
         """Summaries of every parent still open (end of a whole stream)."""
+        self._drain()
         out = [t for key, sections in self.open.items() for t in self._emit(key, sections)]
         self.open.clear()
         return out

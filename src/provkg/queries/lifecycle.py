@@ -53,15 +53,16 @@ def _captured_or_kg(var: str, file_value: str, kg_file: str, concept: str,
     ]
 
 
-def _denotes_segy(node: str, k: int) -> list[str]:
-    """Lineage branch end: ``node`` denotes a KG resource (``?kg_file``); it is the file."""
-    return [f"{node} provlake:denotes ?kg_file .", f"BIND({node} AS ?seismic_file)"]
+def _denotes_segy(node: str, k: int | None) -> list[str]:
+    """Lineage end: ``node`` denotes a KG resource (``?kg_file``); it is the file."""
+    bind = [] if node == "?seismic_file" else [f"BIND({node} AS ?seismic_file)"]
+    return [f"{node} provlake:denotes ?kg_file .", *bind]
 
 
 def _seismic_file(start: str) -> Where:
     """From a data value back to the SEG-Y file(s) it came from, with basin, field, slices."""
     return [
-        lineage(start, _denotes_segy),
+        lineage(start, _denotes_segy, end="?seismic_file"),
         P.domain_facts("?seismic_file", "?kg_file", "?basin", "?field"),
         *_captured_or_kg("?slices", "?seismic_file", "?kg_file", "seis:numberOfSlices",
                          ["seis:numberOfSlices"]),
@@ -93,7 +94,7 @@ _SELECTION = (("?tile_size", "seis:tileSize"), ("?noise_threshold", "seis:noiseT
 def _selection(concept: str, var: str) -> str:
     """OPTIONAL ``var``: the value of ``concept`` used by a task that made the dataset or
     one of its ancestors (each concept on its own: different tasks may hold them)."""
-    def used_by_maker(node: str, k: int) -> list[str | P.Part]:
+    def used_by_maker(node: str, k: int | None) -> list[str | P.Part]:
         return [P.link(f"{var}_attr provlake:concept {concept}",
                        f"{var}_v prov:wasDerivedFrom {var}_attr", f"{var}_v prov:value {var}",
                        f"{var}_task prov:used {var}_v", f"{node} prov:wasGeneratedBy {var}_task")]
@@ -141,18 +142,37 @@ def _batch_times(schema: str) -> Where:
             *duration("?begin", "?end", "?s")]
 
 
+#: drops the one empty group rdflib makes of an aggregate over no solution (GROUP BY over
+#: nothing is no group): the UNION with the summaries' branch would keep it
+_SOME_BATCH = "COUNT(?batch) > 0"
+
+
+def _summarised_epochs(schema: str, **stats: str) -> Where:
+    """Epochs ``?epoch_exec`` (index ``?epoch``) of ``?training`` whose batches are kept as a
+    summary (spec ``granularity: summary``), with the summary's ``stats`` (property -> var)."""
+    return [P.section("?epoch_exec", "?training", "training", schema),
+            P.link("?epoch_exec provkg:index ?epoch"),
+            P.section_summary("?epoch_exec", "?sum", **stats)]
+
+
 def q4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     anchor = [values_block({"dataset": t["dataset"]}), P.link("?training prov:used ?dataset"),
               P.stage("?training", "training", schema)]
-    return select(
+    columns = ["?training", "?epoch", "?batches", "?avg_seconds", "?min_seconds", "?max_seconds"]
+    full = subquery(
         ["?training", "?epoch", "(COUNT(?batch) AS ?batches)",
          f"({_double('AVG(?s)')} AS ?avg_seconds)", f"({_double('MIN(?s)')} AS ?min_seconds)",
          f"({_double('MAX(?s)')} AS ?max_seconds)"],
-        [*anchor, *_batch_times(schema)], group_by=["?training", "?epoch"],
-        order_by=["STR(?training)", "?epoch"])
+        [*anchor, *_batch_times(schema)], group_by=["?training", "?epoch"], having=_SOME_BATCH)
+    # epochs whose batches were kept only as a summary: the same figures, read, not computed
+    summarised = subquery(columns, [*anchor, *_summarised_epochs(
+        schema, executionCount="?batches", avgSeconds="?avg_seconds",
+        minSeconds="?min_seconds", maxSeconds="?max_seconds")])
+    return select(columns, [union([full], [summarised])],
+                  order_by=["STR(?training)", "?epoch"])
 
 
-def _sliced(node: str, k: int) -> list[str | P.Part]:
+def _sliced(node: str, k: int | None) -> list[str | P.Part]:
     """Lineage branch end: ``node`` was made by a task ``?prep`` that used a slice range
     (``?ss`` .. ``?se``); written from the concepts, the selective end."""
     return [P.link("?ss_attr provlake:concept seis:sliceStart", "?ss_v prov:wasDerivedFrom ?ss_attr",
@@ -170,8 +190,11 @@ def q5(t: dict[str, str], v: dict[str, object], schema: str) -> str:
         lineage("?dataset", _sliced),
         "FILTER(?ss = ?slice_start && ?se = ?slice_end)"], distinct=True)
     per_epoch = subquery(["?training", "?epoch", f"({_double('AVG(?s)')} AS ?avg_batch_seconds)"],
-                         [sliced, *_batch_times(schema)], group_by=["?training", "?epoch"])
-    where = [per_epoch, P.model("?training", "?model", schema),
+                         [sliced, *_batch_times(schema)], group_by=["?training", "?epoch"],
+                         having=_SOME_BATCH)
+    summarised = subquery(["?training", "?epoch", "?avg_batch_seconds"],
+                          [sliced, *_summarised_epochs(schema, avgSeconds="?avg_batch_seconds")])
+    where = [union([per_epoch], [summarised]), P.model("?training", "?model", schema),
              P.model_evaluation("?training", "?ev", "?value", schema, name="?measure")]
     return select(["?training", "?epoch", "?avg_batch_seconds", "?model", "?measure", "?value"],
                   where, distinct=True, order_by=["STR(?training)", "?epoch", "?measure"])
@@ -190,9 +213,15 @@ def _min_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: 
     per_epoch = subquery(["?ep", f"(MIN(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section("?batch", "?ep", kind, schema),
-        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")], group_by=["?ep"])
+        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")], group_by=["?ep"],
+        having="COUNT(?bv) > 0")
+    # epochs whose batches were kept only as a summary (spec ``granularity: summary``)
+    summarised = subquery(["?ep", f"({out}_sv AS {out}_ep)"], [
+        *anchor, P.section("?ep", stage_var, kind, schema),
+        P.section_summary("?ep", "?sum", measure="?measure", minValue=f"{out}_sv")])
     return subquery([key, f"(MIN({out}_ep) AS {out})"],
-                    [per_epoch, *anchor, P.link(f"?ep prov:wasInformedBy {stage_var}")],
+                    [union([per_epoch], [summarised]), *anchor,
+                     P.link(f"?ep prov:wasInformedBy {stage_var}")],
                     group_by=[key])
 
 

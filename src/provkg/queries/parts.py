@@ -37,6 +37,7 @@ __all__ = [
     "named_value",
     "role_value",
     "section",
+    "section_summary",
     "stage",
     "stars",
     "workflow_tasks",
@@ -130,6 +131,24 @@ def section(var: str, parent: str, kind: str, schema: str) -> Part:
         return Part(f"{kind} section", (head, f"{var} a {cls}"))
     return Part(f"{kind} section",
                 (head, f"{var} a provlake:DataTransformationExecution", *_tagged_kind(var, tag)))
+
+
+def section_summary(parent: str, var: str, *, measure: str | None = None,
+                    **stats: str) -> Part:
+    """The summary ``var`` of the sections of ``parent`` kept at ``granularity: summary``
+    (docs/graph.md), the same in both schemas; ``stats`` maps summary properties
+    (``executionCount``, ``minSeconds``, ``avgSeconds``, ``maxSeconds``) to variables;
+    with ``measure`` (a name), ``stats`` may also name ``minValue`` / ``avgValue`` /
+    ``maxValue`` of that measure's summary ``{var}_m``."""
+    value_stats = {"minValue", "avgValue", "maxValue", "valueCount"}
+    patterns = [f"{var} prov:wasGeneratedBy {parent}", f"{var} a provkg:SectionSummary"]
+    patterns += [f"{var} provkg:{k} {v}" for k, v in stats.items() if k not in value_stats]
+    if measure:
+        m = f"{var}_m"
+        patterns += [f"{var} provkg:hasMeasureSummary {m}", f"{m} prov:wasDerivedFrom {m}_attr",
+                     f"{m}_attr rdfs:label {measure}"]
+        patterns += [f"{m} provkg:{k} {v}" for k, v in stats.items() if k in value_stats]
+    return Part("section summary", tuple(patterns))
 
 
 def role_value(var: str, role: str, schema: str, *, name: str | None = None,

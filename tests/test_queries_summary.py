@@ -1,0 +1,54 @@
+"""Canned queries over per-section summaries (spec ``granularity: summary``): the batch
+statistics of Q4, Q5 and Q7 read from the epochs' summaries give the answers the full
+batches give, on every backend and in both schemas."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from lifecycle import SPECS, build_lifecycle, load_lifecycle
+from test_queries import _close, expected
+
+from provkg.service.querying import run_query
+from provkg.spec import parse_spec
+
+SUMMARISED = ("q4", "q5", "q7")
+
+
+def _summary_spec(text: str) -> str:
+    """The spec with the batch sections (training and validation) kept as summaries."""
+    for name, parent in (("batch", "epoch"), ("val_batch", "val_epoch")):
+        head = f"  - name: {name}\n    kind: section\n    of: {parent}\n"
+        text = text.replace(head, head + "    granularity: summary\n")
+    return text
+
+
+@pytest.fixture(scope="module")
+def lcs():
+    full = build_lifecycle()
+    specs = {name: parse_spec(_summary_spec(text)) for name, text in SPECS.items()}
+    assert any("granularity: summary" in _summary_spec(t) for t in SPECS.values())
+    return full, dataclasses.replace(full, specs=specs)
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_batch_statistics_from_summaries_equal_the_full_batches(store, lcs, schema):
+    full, summarised = lcs
+    load_lifecycle(store, summarised, schema=schema)
+    # the batches really are gone: only their summaries hold the figures
+    batches = store.select(
+        "SELECT (COUNT(*) AS ?n) WHERE { ?b <http://www.w3.org/ns/prov#wasInformedBy> ?e . "
+        "?e <http://www.w3.org/ns/prov#wasInformedBy> ?t . "
+        "?b <http://www.w3.org/ns/prov#startedAtTime> ?x }").rows[0][0]
+    summaries = store.select(
+        "SELECT (COUNT(*) AS ?n) WHERE { ?s a <https://w3id.org/provkg/ns#SectionSummary> }"
+    ).rows[0][0]
+    assert int(batches) == 0 and int(summaries) > 0
+    want = expected(full)
+    for name in SUMMARISED:
+        params, rows = want[name]
+        got = run_query(store, name, params, schema=schema).rows
+        assert len(got) == len(rows) and all(
+            len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w))
+            for g, w in zip(got, rows)), f"{name}: got {got}\n      want {rows}"
