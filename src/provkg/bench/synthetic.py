@@ -78,6 +78,9 @@ class Shape:
     #: evaluation measures every epoch (of each stage) generates
     measures: tuple[str, ...] = ("loss", "accuracy")
     seed: int = 2020
+    #: ``full``: every batch as triples (the paper); ``summary``: batches kept as one summary
+    #: per epoch (spec ``granularity: summary``, docs/graph.md)
+    granularity: str = "full"
 
 
 #: the shape whose typed and tagged datasets come closest to the paper's triple count
@@ -124,6 +127,7 @@ def spec_texts(shape: Shape = PAPER_SHAPE) -> dict[str, str]:
         + "".join(_attr(n, "dataset") for n in ("train_set", "validation_set", "test_set"))
     )
     measures = "".join(_attr(m, "evaluation_measure") for m in shape.measures)
+    granularity = "    granularity: summary\n" if shape.granularity == "summary" else ""
     learning = (
         f"workflow: {LEARNING_WORKFLOW}\nphase: learning\ntransformations:\n"
         "  - name: training\n    kind: training\n    used:\n"
@@ -133,7 +137,7 @@ def spec_texts(shape: Shape = PAPER_SHAPE) -> dict[str, str]:
         + "  - name: training_epoch\n    kind: section\n    of: training\n    used:\n"
         + "".join(_attr(h, "hyperparameter") for h in shape.epoch_hyperparameters)
         + "    generated:\n" + _attr("checkpoint", "model") + measures
-        + "  - name: training_batch\n    kind: section\n    of: training_epoch\n"
+        + "  - name: training_batch\n    kind: section\n    of: training_epoch\n" + granularity
         + ("    used:\n" + "".join(_attr(h, "hyperparameter") for h in shape.batch_hyperparameters)
            if shape.batch_hyperparameters else "")
         + "    generated:\n" + _attr("loss", "evaluation_measure")
@@ -144,7 +148,7 @@ def spec_texts(shape: Shape = PAPER_SHAPE) -> dict[str, str]:
             + _attr("model", "model") + "    generated:\n" + measures
             + f"  - name: {stage}_epoch\n    kind: section\n    of: {stage}\n    used:\n"
             + _attr("checkpoint", "model") + "    generated:\n" + measures
-            + f"  - name: {stage}_batch\n    kind: section\n    of: {stage}_epoch\n"
+            + f"  - name: {stage}_batch\n    kind: section\n    of: {stage}_epoch\n" + granularity
             + "    generated:\n" + _attr("loss", "evaluation_measure")
         )
     return {CURATION_WORKFLOW: curation, PREPARATION_WORKFLOW: preparation, LEARNING_WORKFLOW: learning}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from provkg.errors import BadParameter
-from provkg.term import iri, literal, mint_iri
+from provkg.term import iri, is_valid_iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["REQUIRED", "Parameter", "parse_params", "term_for", "values_block"]
@@ -173,14 +173,23 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
 
     >>> term_for(Parameter("model", "data"), "file:///m.pt")
     '<https://w3id.org/provkg/id/value/file:///m.pt>'
+
+    An IRI a query returned (a value's or task's minted IRI) names that node itself, so one
+    query's answer can be another's parameter:
+
+    >>> term_for(Parameter("model", "data"), "https://w3id.org/provkg/id/value/file:///m.pt")
+    '<https://w3id.org/provkg/id/value/file:///m.pt>'
     >>> term_for(Parameter("measure", "str"), 'loss" } DROP ALL #')
     '"loss\\\\" } DROP ALL #"'
     """
     kind = parameter.type
-    if kind == "data":
-        return iri(mint_iri("value", str(value), base=base))
-    if kind == "task":
-        return iri(mint_iri("task", str(value), base=base))
+    if kind in ("data", "task"):
+        minted_kind = "value" if kind == "data" else "task"
+        text = str(value)
+        prefix = base + minted_kind + "/"
+        if text.startswith(prefix) and len(text) > len(prefix) and is_valid_iri(text):
+            return iri(text)
+        return iri(mint_iri(minted_kind, text, base=base))
     if kind == "workflow":
         return iri(mint_iri("spec", str(value), base=base))
     if kind == "iri":
