@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pathlib import Path
 from lifecycle import Lifecycle, build_lifecycle, load_lifecycle
 
 from provkg.errors import BadParameter, QuerySyntaxError, UnknownQuery
@@ -181,3 +182,16 @@ def test_sparql_refuses_updates_and_service(store):
         with pytest.raises(BadParameter, match="read-only"):
             run_sparql(store, text)
     assert run_sparql(store, "ASK { ?s ?p ?o }") is False
+
+
+def test_bench_clauses_cli_prints_the_table_and_json():
+    import json
+    import subprocess
+    import sys
+
+    cmd = [str(Path(sys.executable).with_name("provkg")), "bench", "clauses"]
+    table = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "Training stage" in table and "paper w/ PROV-ML" in table
+    rows = json.loads(subprocess.run([*cmd, "--format", "json"], capture_output=True, text=True,
+                                     check=True).stdout)
+    assert {r["part"]: (r["typed"], r["tagged"]) for r in rows} == PAPER_TABLE_3

@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench_command", metavar="WHICH")
     bc = bench_sub.add_parser("clauses", help="clause counts per query part, typed vs tagged, next to the paper's Table 3")
+    bc.add_argument("--format", choices=("table", "json"), default="table",
+                    help="table for people (default), json for scripts")
+    bc.add_argument("--show", action="store_true",
+                    help="also print each Q7 part's SPARQL in both schemas")
     bc.set_defaults(handler=_cmd_bench_clauses)
     bs = bench_sub.add_parser("schemas", help="the paper's typed vs tag-based experiment across stores")
     bs.add_argument("--scale", type=float, default=0.01, help="fraction of the paper's 10.17M triples (0.01 .. 1)")
