@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from pathlib import Path
+
+import pytest
 from lifecycle import Lifecycle, build_lifecycle, load_lifecycle
 
 from provkg.errors import BadParameter, QuerySyntaxError, UnknownQuery
