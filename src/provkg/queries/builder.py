@@ -19,6 +19,7 @@ __all__ = [
     "DIALECTS",
     "LINEAGE_PATH",
     "MAX_LINEAGE_DEPTH",
+    "current_dialect",
     "dialect",
     "duration",
     "group",
@@ -43,6 +44,11 @@ LINEAGE_PATH = "(prov:wasDerivedFrom|prov:wasGeneratedBy/prov:used)"
 DIALECTS = ("standard", "virtuoso")
 
 _DIALECT: ContextVar[str] = ContextVar("provkg_sparql_dialect", default="standard")
+
+
+def current_dialect() -> str:
+    """The dialect queries are being rendered in (``standard`` outside :func:`dialect`)."""
+    return _DIALECT.get()
 
 
 @contextmanager

@@ -9,7 +9,7 @@ generated), in the measure's natural direction.
 from __future__ import annotations
 
 from provkg.queries import parts as P
-from provkg.queries.builder import duration, optional, select, subquery
+from provkg.queries.builder import current_dialect, duration, optional, select, subquery
 from provkg.queries.lifecycle import lower_is_better
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
@@ -21,8 +21,16 @@ __all__ = ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "p1", "p2"]
 def _trainings(t: dict[str, str], schema: str, *names: str) -> list[str | P.Part]:
     """Training stages ``?training`` of the workflow ``t["workflow"]`` (anchored by VALUES)."""
     bound = {"wf": t["workflow"], **{n: t[n] for n in names}}
-    return [values_block(bound), P.workflow_tasks("?wf", "?training"),
-            P.stage("?training", "training", schema)]
+    return [values_block(bound), P.workflow_stage("?wf", "?training", "training", schema)]
+
+
+def _anchored_optional(anchor: list[str | P.Part], *items: str | P.Part) -> str:
+    """OPTIONAL ``items``, carrying ``anchor`` too: Oxigraph evaluates an OPTIONAL's
+    patterns on their own and joins afterwards, so without the anchor it reads every match
+    in the store. Not on Virtuoso, which then loses rows (epoch 0 of d3, Virtuoso 7.2)."""
+    if current_dialect() == "virtuoso":
+        return optional(*items)
+    return optional(*anchor, *items)
 
 
 def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
@@ -63,20 +71,24 @@ def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    where = [values_block({"training": t["training"], "measure": t["measure"]}),
-             P.stage("?training", "training", schema),
-             P.section("?ep", "?training", "training", schema),
-             P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
-                    "?ep prov:endedAtTime ?end"), *duration("?begin", "?end", "?s"),
-             optional(P.model_evaluation("?ep", "?m", "?loss", schema, name="?measure"))]
+    anchor = [values_block({"training": t["training"], "measure": t["measure"]}),
+              P.stage("?training", "training", schema),
+              P.section("?ep", "?training", "training", schema)]
+    # the OPTIONAL carries the anchor (Oxigraph evaluates it on its own, then joins) and the
+    # BINDs come last (patterns after a BIND are joined to it: the store would start there)
+    where = [*anchor, P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
+                             "?ep prov:endedAtTime ?end"),
+             _anchored_optional(anchor, P.model_evaluation("?ep", "?m", "?loss", schema,
+                                                          name="?measure")),
+             *duration("?begin", "?end", "?s")]
     return select(["?epoch", "(xsd:double(?s) AS ?seconds)", "?loss"], where,
                   order_by=["?epoch"])
 
 
 def d4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [*_best(t, v, schema),
-             optional(P.hyperparameters("?training", literal("learning_rate"),
-                                        "?learning_rate", schema))]
+             _anchored_optional(_trainings(t, schema), P.hyperparameters(
+                 "?training", literal("learning_rate"), "?learning_rate", schema))]
     return select(["?training", "?learning_rate", "?value"], where, distinct=True,
                   order_by=["STR(?training)"])
 
@@ -140,11 +152,14 @@ def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
                       [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
                        P.link("?e provkg:index ?i")], group_by=["?training"])
-    where = [latest, P.section("?ep", "?training", "training", schema),
+    epochs = [*_trainings(t, schema), P.section("?ep", "?training", "training", schema)]
+    # anchored inline and in the OPTIONAL, BINDs last: see d3
+    where = [*epochs, latest,
              P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
-                    "?ep prov:endedAtTime ?end"), *duration("?begin", "?end", "?s"),
-             optional(P.model_evaluation("?ep", "?l", "?loss", schema, name=literal("loss"))),
-             _hyperparameter_pairs(t, schema)]
+                    "?ep prov:endedAtTime ?end"),
+             _anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
+                                                           name=literal("loss"))),
+             _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s")]
     return select(["?training", "?hyperparameters", "?epoch", "(xsd:double(?s) AS ?seconds)",
                    "?loss"], where,
                   order_by=["STR(?training)"])

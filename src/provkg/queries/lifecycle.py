@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from provkg.queries import parts as P
-from provkg.queries.builder import duration, lineage, optional, select, subquery, union
+from provkg.queries.builder import (current_dialect, duration, lineage, optional, select,
+                                     subquery, union)
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 
@@ -121,14 +122,20 @@ def _models_on_dataset(t: dict[str, str], schema: str) -> Where:
 
 def q3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     best = "MIN" if lower_is_better(str(v["measure"])) else "MAX"
-    winners = subquery(["?training", "?model"], [
-        subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema)),
-        *_models_on_dataset(t, schema), "FILTER(?mv = ?best)"])
+    winner = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema)),
+              *_models_on_dataset(t, schema), "FILTER(?mv = ?best)"]
     hyper = [P.hyperparameters("?training", "?name", "?value", schema),
              'BIND("hyperparameter" AS ?role)']
     evals = [P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
              'BIND("evaluation" AS ?role)']
-    return select(["?model", "?role", "?name", "?value"], [winners, union(hyper, evals)],
+    if current_dialect() == "virtuoso":  # its compiler fails on the inline form (SP031)
+        where = [subquery(["?training", "?model"], winner), union(hyper, evals)]
+    else:
+        # each branch repeats the anchor inline, so the store walks from the winning training
+        # to its hyperparameters / evaluations (Oxigraph evaluates a shared sub-select and the
+        # UNION on their own, then joins: the values of every training in the store were read)
+        where = [union([*winner, *hyper], [*winner, *evals])]
+    return select(["?model", "?role", "?name", "?value"], where,
                   distinct=True, order_by=["STR(?model)", "?role", "?name"])
 
 

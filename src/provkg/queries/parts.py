@@ -40,6 +40,7 @@ __all__ = [
     "section_summary",
     "stage",
     "stars",
+    "workflow_stage",
     "workflow_tasks",
 ]
 
@@ -51,6 +52,13 @@ _STAGES = {
     "validation": ("provml:ValidationExecution", "Validation"),
     "evaluation": ("provml:EvaluationExecution", "Evaluation"),
     "adaptation": ("provkg:AdaptationExecution", "Adaptation"),
+}
+#: stage kind -> typed prospective class of its transformation (the mapper's, docs/graph.md)
+_STAGE_TRANSFORMATIONS = {
+    "training": "provml:Training",
+    "validation": "provml:Validation",
+    "evaluation": "provml:Evaluation",
+    "adaptation": "provkg:Adaptation",
 }
 #: stage kind -> (typed class of its sections, tag of their transformation)
 _SECTIONS = {
@@ -241,3 +249,20 @@ def workflow_tasks(wf_spec: str, task: str) -> Part:
     """``task`` executes a transformation of the prospective workflow ``wf_spec``."""
     return Part("workflow", (f"{task}_tr provlake:isPartOf {wf_spec}",
                              f"{task} prov:wasInfluencedBy {task}_tr"))
+
+
+def workflow_stage(wf_spec: str, var: str, kind: str, schema: str) -> Part:
+    """``var`` is an execution of a ``kind`` stage of the prospective workflow ``wf_spec``,
+    reached through that stage's transformation (a handful per workflow) rather than every
+    task of the workflow (each batch is one): typed, the transformation's class; tagged,
+    its tag (the same clauses :func:`stage` uses, on the same node)."""
+    spec = f"{var}_spec"
+    head = (f"{spec} provlake:isPartOf {wf_spec}",)
+    link = (f"{var} prov:wasInfluencedBy {spec}",)
+    if schema == "typed":
+        return Part(f"workflow {kind} stage", (*head, f"{spec} a {_STAGE_TRANSFORMATIONS[kind]}",
+                                               *link, f"{var} a {_STAGES[kind][0]}"))
+    return Part(f"workflow {kind} stage",
+                (*head, f"{spec} a provlake:DataTransformation",
+                 f"{spec} provlake:tag {literal(_STAGES[kind][1])}", *link,
+                 f"{var} a provlake:DataTransformationExecution"))
