@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import statistics
@@ -33,19 +32,13 @@ from tqdm import tqdm
 
 from provkg.bench import synthetic
 from provkg.bench.dataset import bulk_load_oxigraph, write_dataset
+from provkg.bench.schemas import _close as _same
 from provkg.bench.schemas import plan_queries
 from provkg.queries.catalog import get_query
 from provkg.store import open_store
 
 QUERIES = ("q4", "q5", "q7")
 HERE = Path(__file__).resolve().parent
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12))
-    return a == b
 
 
 def time_queries(store_dir: Path, plans: list, runs: int, bar: tqdm) -> dict[str, dict]:

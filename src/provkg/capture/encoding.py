@@ -38,18 +38,13 @@ def expand_events(batch: list[dict[str, Any]]) -> None:
     """Turn the caller's value snapshots (``name -> value`` dicts) into wire value lists, in place
     (for sinks that take event dicts). Events expanded already are left as they are."""
     for event in batch:
-        values = event.get("used")
-        if type(values) is dict:
-            if values:
-                event["used"] = expand_values(values)
-            else:
-                del event["used"]
-        values = event.get("generated")
-        if type(values) is dict:
-            if values:
-                event["generated"] = expand_values(values)
-            else:
-                del event["generated"]
+        for key in ("used", "generated"):
+            values = event.get(key)
+            if type(values) is dict:
+                if values:
+                    event[key] = expand_values(values)
+                else:
+                    del event[key]
 
 
 def encode_events(batch: list[dict[str, Any]]) -> list[bytes]:
