@@ -67,3 +67,24 @@ def test_virtuoso_bulk_load(virtuoso_server: VirtuosoServer, tmp_path: Path) -> 
     outside.write_text("")
     with pytest.raises(StoreError, match="bulk_dirs"):
         virtuoso_server.bulk_load(outside, graph=graph)
+
+
+def test_virtuoso_reopens_its_database_with_the_data(tmp_path: Path) -> None:
+    # a second start on the same folder (the benchmark's stores, a user's restart) must work
+    # and keep what the first one stored
+    p = iri("http://example.org/test/p")
+    with VirtuosoServer(tmp_path / "db") as server, open_store(server.store_url) as store:
+        store.add([(iri("http://example.org/test/kept"), p, literal(1))])
+    with VirtuosoServer(tmp_path / "db") as server, open_store(server.store_url) as store:
+        assert store.count() >= 1
+        assert store.ask(f"ASK {{ <http://example.org/test/kept> {p} 1 }}")
+        store.add([(iri("http://example.org/test/more"), p, literal(2))])  # still writable
+
+
+def test_a_server_that_fails_to_start_leaves_no_process(tmp_path: Path) -> None:
+    with VirtuosoServer(tmp_path / "db") as first:
+        second = VirtuosoServer(tmp_path / "db")  # the folder's lock is held: it cannot start
+        with pytest.raises(StoreError, match="lock|running"):
+            second.start()
+        assert second.pid is None
+        assert httpx.get(f"{first.url}/sparql", params={"query": "ASK{}"}).status_code == 200

@@ -209,12 +209,24 @@ class VirtuosoServer(_Server):
         ini = self.directory / "virtuoso.ini"
         ini.write_text(self._ini_text(), encoding="utf-8")
         self._spawn([binary, "+configfile", str(ini), "+foreground"], cwd=self.directory)
-        self._wait_ready(timeout=self.startup_timeout)
-        # a private loopback test instance: let the anonymous endpoint write
-        self.isql('GRANT SPARQL_UPDATE TO "SPARQL";')
+        try:
+            self._wait_ready(timeout=self.startup_timeout)
+            self._grant_updates()
+        except BaseException:
+            self.stop()  # never leave a half-started server holding the database's lock
+            raise
+        return self
+
+    def _grant_updates(self) -> None:
+        """A private loopback test instance: let the anonymous endpoint write. A database
+        reopened from an earlier start already has the role: that is not an error."""
+        try:
+            self.isql('GRANT SPARQL_UPDATE TO "SPARQL";')
+        except StoreError as exc:
+            if "already have role" not in str(exc):
+                raise
         self.isql("GRANT EXECUTE ON DB.DBA.SPARQL_INSERT_DICT_CONTENT TO \"SPARQL\";")
         self.isql("GRANT EXECUTE ON DB.DBA.SPARQL_DELETE_DICT_CONTENT TO \"SPARQL\";")
-        return self
 
     def _ini_text(self) -> str:
         text = VIRTUOSO_INI.read_text(encoding="utf-8")
