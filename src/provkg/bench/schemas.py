@@ -207,10 +207,23 @@ def measure_store(run: StoreRun, plans: list[QueryPlan], *, timeout: float, budg
 
 
 def _restart_dead(run: StoreRun) -> None:
-    """A timed-out embedded store was killed with its process: start it again (reloads)."""
-    for w in run.workers.values():
-        if not w.alive:
-            w.start()
+    """A timed-out query's worker was killed: start it again (an embedded store reloads).
+
+    A server store goes on running the abandoned query (neither Virtuoso nor Oxigraph
+    stops on a closed connection), which would slow every later query: it is restarted on
+    its database first."""
+    for schema, w in run.workers.items():
+        if w.alive:
+            continue
+        server = run.servers.get(schema)
+        if server is not None:
+            run.server_load_rss[schema] = max(run.server_load_rss.get(schema, 0),
+                                              run.peak_rss(schema).get("server") or 0)
+            server.stop()
+            server.start()
+            if isinstance(getattr(server, "pid", None), int):
+                run.server_pids[schema] = server.pid
+        w.start()
 
 
 def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,

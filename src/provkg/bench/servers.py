@@ -91,6 +91,7 @@ def open_stores(name: str, datasets: dict[str, Path], work: Path, *,
                 pipeline_load: dict[str, float] | None = None) -> Iterator[StoreRun]:
     """Start store ``name`` with each schema's N-Triples file loaded (see the module table)."""
     run = StoreRun(name=name, workers={}, load_seconds={})
+    work.mkdir(parents=True, exist_ok=True)
     try:
         with contextlib.ExitStack() as stack:
             if name == "oxigraph":

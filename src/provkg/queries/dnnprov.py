@@ -9,7 +9,8 @@ generated), in the measure's natural direction.
 from __future__ import annotations
 
 from provkg.queries import parts as P
-from provkg.queries.builder import current_dialect, duration, optional, select, subquery
+from provkg.queries.builder import (current_dialect, duration, group, optional, select,
+                                    subquery)
 from provkg.queries.lifecycle import lower_is_better
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
@@ -124,9 +125,16 @@ def _filter(training: str) -> str:
 
 
 def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    where = [*_trainings(t, schema, "hyperparameter", "value"),
-             P.hyperparameters("?training", "?hyperparameter", "?hv", schema),
-             "FILTER(?hv = ?value)", _filter("?training")]
+    hyperparameter = P.hyperparameters("?training", "?hyperparameter", "?hv", schema)
+    if current_dialect() == "virtuoso":
+        # Virtuoso 7.2 cannot compile a FILTER on a VALUES variable beside an OPTIONAL (SP031
+        # "no SPART_VARR_FIXED"): the bound value is compared inside the pattern's own group
+        where = [*_trainings(t, schema, "hyperparameter"),
+                 group([hyperparameter, f"FILTER(?hv = {t['value']})"])]
+    else:
+        where = [*_trainings(t, schema, "hyperparameter", "value"), hyperparameter,
+                 "FILTER(?hv = ?value)"]
+    where.append(_filter("?training"))
     return select(["?training", "?filter"], where, distinct=True, order_by=["STR(?training)"])
 
 
