@@ -133,6 +133,27 @@ def test_tasks_stored_before_their_run_are_mapped_when_it_arrives(store: Store) 
     assert split == everything(store)
 
 
+def test_records_a_session_overflowed_to_the_store_are_resolved_in_the_same_session(
+        embedded_store: Store) -> None:
+    # more early task events than the mapper holds: they go to the store (through the
+    # background writer) and must be found there when their run's event comes later
+    events, spec = lifecycle_events(trainings=1), lifecycle_spec()
+    tasks = [e for e in events if e["type"] == "task"]
+    runs = [e for e in events if e["type"] == "workflow"]
+    ing = Ingestor(embedded_store, specs=[spec], pipeline=True)
+    ing.state.max_pending = 5
+    for i in range(0, len(tasks), 50):
+        ing.ingest(tasks[i:i + 50])
+    ing.ingest(runs)
+    report = ing.finish()
+    assert report.events == len(events)
+    assert not embedded_store.ask(PREFIX + "ASK { ?t provkg:pendingEvent ?e }")
+    split = everything(embedded_store)
+    embedded_store.clear()
+    ingest_events(embedded_store, events, specs=[spec])
+    assert split == everything(embedded_store)
+
+
 def test_a_later_session_knows_runs_from_the_store(embedded_store: Store) -> None:
     events, spec = lifecycle_events(trainings=1), lifecycle_spec()
     ingest_events(embedded_store, events[:1], specs=[spec])  # the workflow begin only

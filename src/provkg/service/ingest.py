@@ -277,7 +277,9 @@ class Ingestor:
         if not unknown:
             return
         spec_prefix = self.base + "spec/"
-        self._settle()
+        # no _settle(): runs this session saw are in self.state.runs; the store is asked only
+        # for runs earlier sessions wrote, which are already there (draining the background
+        # writer here stalled bulk ingest once per batch)
         for chunk in _chunks(sorted(unknown), 200):
             values = " ".join(self.state.mint.run(r) for r in chunk)
             rows = self.store.select(
@@ -305,7 +307,8 @@ class Ingestor:
                     ending.append(e["id"])
         if not ending:
             return [], ""
-        self._settle()
+        # no _settle(): a session parks sections only when it finishes, so the records
+        # asked for here were written by earlier sessions and are in the store already
         parents = " ".join(self.state.mint.task(p) for p in sorted(set(ending)))
         rows = self.store.select(f"SELECT ?e WHERE {{ VALUES ?p {{ {parents} }} "
                                  f"?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?e }}")
@@ -317,7 +320,8 @@ class Ingestor:
         if not arrived:
             return 0
         written = 0
-        self._settle()
+        if self.state.unresolved_runs.keys() & set(arrived):
+            self._settle()  # this session wrote records for these runs: let them land first
         for chunk in _chunks(arrived, 200):
             values = " ".join(self.state.mint.run(r) for r in chunk)
             rows = self.store.select(
