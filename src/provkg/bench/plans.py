@@ -78,7 +78,7 @@ def explain_virtuoso(run: Any, plans: list[Any], out: Path) -> dict[str, str]:
     for plan in plans:
         if plan.name not in EXPLAINED or plan.skip:
             continue
-        for schema, text in plan.virtuoso_texts.items():
+        for schema, text in plan.texts_for("virtuoso").items():
             server = run.servers.get(schema)
             if server is None:
                 continue

@@ -24,7 +24,8 @@ from provkg.bench.servers import STORES, StoreRun, open_stores
 from provkg.bench.synthetic import Shape
 from provkg.bench.timing import Timing, measure_pair, ratio_spread
 from provkg.errors import ProvkgError, QueryTimeout, StoreError
-from provkg.store import Rows
+from provkg.queries.builder import DIALECTS
+from provkg.store import Rows, store_dialect
 
 __all__ = [
     "PAPER_QUERIES",
@@ -48,9 +49,13 @@ class QueryPlan:
     question: str
     params: dict[str, object]
     texts: dict[str, str] = field(default_factory=dict)      # schema -> SPARQL
-    virtuoso_texts: dict[str, str] = field(default_factory=dict)  # the same, Virtuoso dialect
+    dialect_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # other dialects
     ordered: bool = False                                     # ORDER BY: row order matters
     skip: str | None = None                                   # why it is not measured
+
+    def texts_for(self, dialect: str) -> dict[str, str]:
+        """schema -> SPARQL as a store of ``dialect`` is sent it (see ``store_dialect``)."""
+        return self.dialect_texts.get(dialect, self.texts)
 
 
 def plan_queries(shape: Shape, *, only: list[str] | None = None) -> list[QueryPlan]:
@@ -78,8 +83,10 @@ def plan_queries(shape: Shape, *, only: list[str] | None = None) -> list[QueryPl
         for schema in ("typed", "tagged"):
             try:
                 plan.texts[schema] = render_query(name, params, schema=schema)
-                plan.virtuoso_texts[schema] = render_query(name, params, schema=schema,
-                                                           dialect="virtuoso")
+                for d in DIALECTS:
+                    if d != "standard":
+                        plan.dialect_texts.setdefault(d, {})[schema] = render_query(
+                            name, params, schema=schema, dialect=d)
             except ProvkgError as exc:
                 plan.skip = f"cannot render {schema}: {exc}"
                 break
@@ -161,10 +168,11 @@ def measure_store(run: StoreRun, plans: list[QueryPlan], *, timeout: float, budg
 
     results: dict[str, QueryResult] = {}
     todo = [p for p in plans if p.skip is None and p.name not in no_answer]
+    dialect = store_dialect(next(iter(run.workers.values())).url)
     for plan in tqdm(todo, desc=f"query {run.name:15}", unit="query", disable=not progress,
                      leave=True, dynamic_ncols=True):
         answers: dict[str, Rows] = {}
-        texts = plan.virtuoso_texts if run.name == "virtuoso" else plan.texts
+        texts = plan.texts_for(dialect)
 
         def runner(schema: str, texts: dict = texts, answers: dict = answers):
             def once() -> float:
