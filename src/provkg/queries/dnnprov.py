@@ -9,8 +9,7 @@ generated), in the measure's natural direction.
 from __future__ import annotations
 
 from provkg.queries import parts as P
-from provkg.queries.builder import (current_dialect, duration, group, optional, select,
-                                    subquery)
+from provkg.queries.builder import current_dialect, duration, group, optional, select, subquery
 from provkg.queries.lifecycle import lower_is_better
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
