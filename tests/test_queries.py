@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from lifecycle import Lifecycle, build_lifecycle, load_lifecycle
 
-from provkg.errors import BadParameter, QuerySyntaxError, UnknownQuery
+from provkg.errors import BadParameter, UnknownQuery
 from provkg.queries import canned_queries, render
 from provkg.queries.clauses import PAPER_TABLE_3, clause_counts
 from provkg.queries.pairs import format_value
@@ -131,14 +131,6 @@ def test_every_rendered_query_parses_on_the_store(store):
                   for p in q.parameters if p.required}
         for schema in q.schemas:
             text = render(q.name, params, schema=schema, dialect=store.query_dialect)
-            if q.name == "s1" and "virtuoso" in store.url:
-                # a known gap (issue 5): Virtuoso 7.2's SPARQL compiler fails on s1's union of
-                # chains from depth 2 (default 5); asserted so a fix or a change is noticed
-                with pytest.raises(QuerySyntaxError, match="SP031"):
-                    store.select(text)
-                assert store.select(render(q.name, {**params, "depth": 1}, schema=schema,
-                                           dialect=store.query_dialect)).rows == []
-                continue
             assert store.select(text).rows == []
 
 

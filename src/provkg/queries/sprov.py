@@ -3,7 +3,7 @@
 One edge is a data item and an input it came from: ``prov:wasDerivedFrom`` (no invocation),
 or the invocation that generated it and used the input. The edges at distance k are the
 last hop of a chain of k steps from the start, written as explicit chains (one UNION
-branch per k, as :func:`provkg.queries.builder.lineage` does), never a property path.
+branch per k), never a property path (it cannot say the distance).
 ``s2`` and ``s3`` are ``.rq`` files in ``queries/``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from provkg.errors import BadParameter
-from provkg.queries.builder import group, select, union
+from provkg.queries.builder import current_dialect, group, select, subquery, union
 from provkg.queries.params import values_block
 
 __all__ = ["MAX_SPROV_DEPTH", "s1"]
@@ -44,6 +44,8 @@ def s1(terms: dict[str, str], values: dict[str, Any], schema: str) -> str:
     depth = int(values["depth"])
     if depth > MAX_SPROV_DEPTH:
         raise BadParameter(f"parameter 'depth': expected an integer <= {MAX_SPROV_DEPTH}")
+    if current_dialect() == "virtuoso":
+        return _s1_virtuoso(terms["data"], depth)
     branches = []
     for k in range(1, depth + 1):
         nodes = ["?start"] + [f"?n{k}_{i}" for i in range(1, k + 1)]
@@ -52,3 +54,25 @@ def s1(terms: dict[str, str], values: dict[str, Any], schema: str) -> str:
                          group(_last_step(k, nodes[k - 1], nodes[k]))])
     return select(["?data", "?derived_from", "?invocation", "?depth"], [union(*branches)],
                   distinct=True, order_by=["?depth", "?data", "?derived_from", "?invocation"])
+
+
+def _s1_virtuoso(start: str, depth: int) -> str:
+    """s1 as Virtuoso 7.2 compiles it: each distance a sub-select projecting its edge, the
+    start written in place (a validated IRI term). With a VALUES anchor, BINDs or nested
+    sub-selects its compiler fails from distance 2 on (SP031 "equiv replaces filter", SQ142)."""
+    branches = []
+    for k in range(1, depth + 1):
+        nodes = [start] + [f"?n{k}_{i}" for i in range(1, k + 1)]
+        hops = [group([_flat_step(nodes[i], nodes[i + 1], f"?t{k}_{i}")]) for i in range(k - 1)]
+        edge = _flat_step(nodes[k - 1], nodes[k], f"?inv{k}")
+        branches.append([subquery([f"({nodes[k - 1]} AS ?data)", f"({nodes[k]} AS ?derived_from)",
+                                   f"(?inv{k} AS ?invocation)", f"({k} AS ?depth)"],
+                                  [*hops, edge])])
+    return select(["?data", "?derived_from", "?invocation", "?depth"], [union(*branches)],
+                  distinct=True, order_by=["?depth", "?data", "?derived_from", "?invocation"])
+
+
+def _flat_step(a: str, b: str, invocation: str) -> str:
+    return union([f"{a} prov:wasDerivedFrom {b} ."],
+                 [f"{a} prov:wasGeneratedBy {invocation} .", f"{invocation} a s-prov:Invocation .",
+                  f"{invocation} prov:used {b} ."])
