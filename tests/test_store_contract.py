@@ -133,6 +133,19 @@ def test_add_is_idempotent(store: Store) -> None:
     assert store.select(f"SELECT (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s {P} ?v }}").rows == [[300]]
 
 
+def test_trusted_add_stores_the_same_and_still_refuses_bad_syntax(store: Store) -> None:
+    # the ingest path's trusted writes (the mapper's own terms) skip IRI re-validation only
+    triples = [(iri(f"{EX}t/{i}"), P, literal(i * 0.5)) for i in range(6000)]  # a bulk load
+    assert store.add(triples[:3000], trusted=True) == 3000
+    assert store.add(triples, trusted=True) == 6000
+    assert store.count() == 6000
+    assert sorted(store.select(f"SELECT ?v WHERE {{ ?s {P} ?v }}").column("v")) == [
+        i * 0.5 for i in range(6000)]
+    with pytest.raises(StoreError):
+        store.add([(S, P, "not a term")], trusted=True)
+    assert store.count() == 6000
+
+
 def test_add_nothing(store: Store) -> None:
     assert store.add([]) == 0
     assert store.count() == 0

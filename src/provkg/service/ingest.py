@@ -151,7 +151,9 @@ class _Writer:
     def _add_buffer(self) -> None:
         buffer, self._buffer = self._buffer, []
         if buffer and self._error is None:
-            self.store.add(set(buffer))  # a task's begin and end may sit in different batches
+            # the mapper's own terms: trusted. Duplicates across batches (a task's begin and
+            # end) are left to the store, which keeps one copy: a set here cost 8 % of the CPU
+            self.store.add(buffer, trusted=True)
 
     def _check(self) -> None:
         if self._error is not None:
@@ -257,7 +259,7 @@ class Ingestor:
         if self._writer is not None:
             self._writer.put(unique)
         else:
-            self.store.add(unique)
+            self.store.add(unique, trusted=True)
         return len(unique)
 
     def _settle(self) -> None:

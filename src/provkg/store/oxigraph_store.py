@@ -82,14 +82,15 @@ class OxigraphStore(Store):
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None,
+            trusted: bool = False) -> int:
         fmt = ox.RdfFormat.N_TRIPLES if graph is None else ox.RdfFormat.N_QUADS
         total = 0
         it = iter(triples)
         while chunk := list(itertools.islice(it, CHUNK)):
             data, n = ntriples_bytes(chunk, graph)
             load = self._store.bulk_load if n >= BULK_MIN else self._store.load
-            self._write(functools.partial(load, input=data, format=fmt))
+            self._write(functools.partial(load, input=data, format=fmt, lenient=trusted))
             total += n
         return total
 

@@ -74,7 +74,8 @@ class RdflibStore(Store):
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None,
+            trusted: bool = False) -> int:
         data, n = ntriples_bytes(triples)
         if n:
             self._parse(lambda target: target.parse(data=data.decode("utf-8"), format="nt"),

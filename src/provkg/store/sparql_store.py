@@ -161,7 +161,8 @@ class SparqlStore(Store):
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, triples: Iterable[Triple], *, graph: str | None = None) -> int:
+    def add(self, triples: Iterable[Triple], *, graph: str | None = None,
+            trusted: bool = False) -> int:
         total = 0
         it = iter(triples)
         batch = 100_000 if self.endpoint.gsp_url else self.endpoint.insert_batch
