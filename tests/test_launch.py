@@ -88,3 +88,13 @@ def test_a_server_that_fails_to_start_leaves_no_process(tmp_path: Path) -> None:
             second.start()
         assert second.pid is None
         assert httpx.get(f"{first.url}/sparql", params={"query": "ASK{}"}).status_code == 200
+
+
+def test_virtuoso_system_graphs_are_hidden_unless_a_canned_query_asks(
+        virtuoso_server: VirtuosoServer) -> None:
+    # user SPARQL sees only data; canned queries (provkg vocabularies only) skip the hiding,
+    # which costs Virtuoso its good plans on large joins
+    quad_maps = "SELECT (COUNT(*) AS ?n) WHERE { ?m a <http://www.openlinksw.com/schemas/virtrdf#QuadMap> }"
+    with open_store(virtuoso_server.store_url) as store:
+        assert store.select(quad_maps).rows == [[0]]
+        assert store.select(quad_maps, hide_system_graphs=False).rows[0][0] > 0

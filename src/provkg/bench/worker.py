@@ -58,7 +58,7 @@ def _serve(conn, url: str, files: list[str]) -> None:
             break
         start = time.perf_counter()
         try:
-            rows = store.select(text)
+            rows = store.select(text, hide_system_graphs=False)  # canned queries only
         except ProvkgError as exc:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
             continue

@@ -33,6 +33,14 @@ def _anchored_optional(anchor: list[str | P.Part], *items: str | P.Part) -> str:
     return optional(*anchor, *items)
 
 
+def _bound(t: dict[str, str], name: str) -> str:
+    """The parameter ``name`` as used inside an OPTIONAL: its variable, or on Virtuoso its
+    term (and then not in the VALUES block at all): Virtuoso 7.2 mis-compiles a query whose
+    VALUES binds a variable that only an OPTIONAL uses (d3 lost epoch 0; d7 failed with SP031
+    "no SPART_VARR_FIXED")."""
+    return t[name] if current_dialect() == "virtuoso" else f"?{name}"
+
+
 def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
     """Trainings of the workflow with their value ``?value`` of ``measure``."""
     return [*_trainings(t, schema, "measure"),
@@ -71,7 +79,10 @@ def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    anchor = [values_block({"training": t["training"], "measure": t["measure"]}),
+    bound = {"training": t["training"]}
+    if current_dialect() != "virtuoso":  # see _bound
+        bound["measure"] = t["measure"]
+    anchor = [values_block(bound),
               P.stage("?training", "training", schema),
               P.section("?ep", "?training", "training", schema)]
     # the OPTIONAL carries the anchor (Oxigraph evaluates it on its own, then joins) and the
@@ -79,7 +90,7 @@ def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [*anchor, P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
                              "?ep prov:endedAtTime ?end"),
              _anchored_optional(anchor, P.model_evaluation("?ep", "?m", "?loss", schema,
-                                                          name="?measure")),
+                                                          name=_bound(t, "measure"))),
              *duration("?begin", "?end", "?s")]
     return select(["?epoch", "(xsd:double(?s) AS ?seconds)", "?loss"], where,
                   order_by=["?epoch"])

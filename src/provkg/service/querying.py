@@ -66,7 +66,8 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
     """
     query = get_query(name)
     text = query.render(params, schema=schema, base=base, dialect=store.query_dialect)
-    rows = store.select(text, timeout=timeout)
+    # canned queries match provkg's vocabularies only: no need to hide a store's own graphs
+    rows = store.select(text, timeout=timeout, hide_system_graphs=False)
     return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
 
 

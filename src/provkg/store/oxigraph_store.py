@@ -126,7 +126,8 @@ class OxigraphStore(Store):
 
     # -- reading ---------------------------------------------------------------
 
-    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+    def select(self, query: str, *, timeout: float | None = None,
+               hide_system_graphs: bool = True) -> Rows:
         def run() -> Rows:
             solutions = self._query(query)
             if not isinstance(solutions, ox.QuerySolutions):

@@ -121,7 +121,8 @@ class RdflibStore(Store):
 
     # -- reading ---------------------------------------------------------------
 
-    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+    def select(self, query: str, *, timeout: float | None = None,
+               hide_system_graphs: bool = True) -> Rows:
         def run() -> Rows:
             result = self._query(query)
             if result.type != "SELECT":

@@ -210,13 +210,15 @@ class SparqlStore(Store):
 
     # -- reading ---------------------------------------------------------------
 
-    def select(self, query: str, *, timeout: float | None = None) -> Rows:
+    def select(self, query: str, *, timeout: float | None = None,
+               hide_system_graphs: bool = True) -> Rows:
+        text = self._with_preamble(query) if hide_system_graphs else query
         if self.endpoint.turtle_results:
-            answer = self._request(self._with_preamble(query), timeout=timeout, accept="text/turtle")
+            answer = self._request(text, timeout=timeout, accept="text/turtle")
             if not isinstance(answer, tuple) or b"ResultSet" not in answer[0]:
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
             return _rows_from_turtle(answer[0])
-        answer = self._request(self._with_preamble(query), timeout=timeout)
+        answer = self._request(text, timeout=timeout)
         if not isinstance(answer, dict) or "results" not in answer:
             raise StoreError("select() needs a SELECT query; use ask() or construct()")
         columns = list(answer.get("head", {}).get("vars", []))
