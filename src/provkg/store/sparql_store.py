@@ -5,7 +5,7 @@ URL forms (see :mod:`provkg.store`): ``sparql+http(s)://HOST:PORT/PATH?update=â€
 ``oxigraph+http://HOST:PORT``, ``virtuoso+http://HOST:PORT``. Queries always see the
 union of all graphs: Oxigraph server is asked for it (``union-default-graph``),
 Virtuoso does it by default (its own system graphs are excluded with
-``define input:default-graph-exclude``).
+``define input:default-graph-exclude``, except for canned queries: see :meth:`Store.select`).
 
 Known limit: Virtuoso prints ``xsd:double`` values with 15 significant digits, so
 doubles needing 16-17 digits (0.30000000000000004) come back rounded; the other
