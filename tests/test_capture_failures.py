@@ -118,10 +118,14 @@ def test_full_queue_spills_to_the_spool_without_blocking(tmp_path):
                        for e in read_segment(seg)}
     assert len(spooled_at_exit) == 2 + 2 * 10_000  # incl. the batch the stuck sink held at exit
     sink.release.set()
-    wf.emitter._thread.join(5)  # the abandoned thread finishes its send, deletes what it delivered
+    wf.emitter._thread.join(5)  # the abandoned thread finishes its send and stops
     spooled = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
                for e in read_segment(seg)}
-    assert spooled | sink.received == spooled_at_exit  # nothing lost either way
+    # the spool is the caller's once close() returned: the thread neither deletes what it
+    # delivered nor adds to it (a `provkg replay` may be reading it; a receiver that was not
+    # ready lost nothing, the replay sends the batch again)
+    assert spooled == spooled_at_exit
+    assert sink.received <= spooled_at_exit
     assert loop < 3.0
     assert wf.emitter.spool.dropped_events == 0
 
@@ -152,3 +156,43 @@ def test_broken_values_and_arguments_never_raise(tmp_path):
     assert sink.events[2]["message"] == "BadStr" and sink.events[1]["transformation"] == "42"
     assert "index" not in sink.events[1] and "dependencies" not in sink.events[1]
     assert reported_causes()
+
+
+class ComesBackSlowlySink:
+    """Refuses batches until ``back`` is set; then the first send hangs until ``release``."""
+
+    def __init__(self) -> None:
+        self.back, self.release = threading.Event(), threading.Event()
+        self.received: list[tuple[str, str]] = []
+
+    def send(self, events):
+        if not self.back.is_set():
+            raise ConnectionError("receiver away")
+        self.release.wait(30)
+        self.received.extend((e["id"], e["event"]) for e in events)
+
+    def close(self):
+        pass
+
+
+def test_a_thread_close_gave_up_on_leaves_the_spool_to_the_caller(tmp_path):
+    # close() times out while the delivery thread re-sends the spool; when that send later
+    # succeeds (the receiver came back, maybe before its subscribers did) the thread must not
+    # go on delivering and deleting segments behind the caller's `provkg replay`
+    sink = ComesBackSlowlySink()
+    with capture.workflow("slow-back", sink=sink, spool=tmp_path / "spool",
+                          flush_timeout=0.5) as wf:
+        for i in range(3000):
+            wf.task("step", index=i).end()
+        time.sleep(0.3)  # the thread spools the refused batches
+        sink.back.set()
+    at_exit = [(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
+               for e in read_segment(seg)]
+    assert set(at_exit) >= {(wf.id, "begin"), (wf.id, "end")} and len(set(at_exit)) == 2 + 2 * 3000
+    sink.release.set()
+    wf.emitter._thread.join(5)
+    assert not wf.emitter._thread.is_alive()
+    after = [(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
+             for e in read_segment(seg)]
+    assert after == at_exit
+    assert len(sink.received) <= 1000  # at most the one batch it held

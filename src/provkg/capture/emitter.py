@@ -191,11 +191,11 @@ class Emitter:
             self.spool.append_lines(encode_events(batch))  # keep order: older spooled events go first
         elif self._send_lines is not None:
             lines = encode_events(batch)
-            if not self._send(lines, lines):
+            if not self._send(lines, lines) and not self._abandoned:
                 self.spool.append_lines(lines)
         else:
             expand_events(batch)
-            if not self._send(batch, None):
+            if not self._send(batch, None) and not self._abandoned:
                 self.spool.append_lines(encode_events(batch))
 
     def _send(self, batch: list[Any], lines: list[bytes] | None) -> bool:
@@ -229,6 +229,10 @@ class Emitter:
                 delivered = self._send(chunk, chunk)
             else:
                 delivered = self._send([orjson.loads(line) for line in chunk], None)
+            if self._abandoned:
+                # close() gave up on this thread and spooled what it held: the spool is now
+                # the caller's (a `provkg replay` may be reading it); leave it as it is
+                return
             if not delivered:
                 if start:  # keep only what was not delivered
                     self.spool.done(segment, remaining_lines=lines[start:])
