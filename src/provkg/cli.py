@@ -180,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--timeout", type=float, default=300.0, help="seconds per query run before it counts as timed out")
     bs.add_argument("--rdflib-timeout", type=float, default=60.0, help="the same for rdflib (its queries are slow)")
     bs.add_argument("--budget", type=float, default=60.0, help="seconds of warm runs per query and store (never below 5 runs)")
+    bs.add_argument("--explain-timeout", type=float, default=1800.0,
+                    help="seconds for each Oxigraph query plan with evaluation statistics "
+                         "(Q1/Q5/Q7; --stats runs a query several times slower): a plan not "
+                         "done by then is left out")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_cmd_bench_schemas)
 

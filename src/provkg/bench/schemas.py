@@ -238,7 +238,8 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
                    rdflib_scale: float | None = None, queries: list[str] | None = None,
                    timeout: float = 300.0, budget: float = 60.0, rdflib_timeout: float = 60.0,
                    progress: bool = True,
-                   plot: bool = True, explain: bool = True) -> dict[str, object]:
+                   plot: bool = True, explain: bool = True,
+                   explain_timeout: float = 1800) -> dict[str, object]:
     """The whole experiment; writes the results files and returns the results document."""
     from provkg.bench import report
 
@@ -308,7 +309,8 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
         _say(report.store_summary(name, results))
     if explain and "oxigraph" in stores:
         doc["plans"] = explain_oxigraph(datasets, plans,
-                                        out / f"schemas-plans-{report.scale_tag(scale)}")
+                                        out / f"schemas-plans-{report.scale_tag(scale)}",
+                                        timeout=explain_timeout)
     doc["no_answer"] = sorted(no_answer)
     doc["timeout_s"], doc["budget_s"] = timeout, budget
     report.finish_document(doc, started=started)
@@ -352,6 +354,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
         budget=getattr(args, "budget", None) or 60.0,
         rdflib_timeout=getattr(args, "rdflib_timeout", None) or 60.0,
         progress=not getattr(args, "quiet", False),
+        explain_timeout=getattr(args, "explain_timeout", None) or 1800.0,
     )
     problems = doc.get("problems") or []
     for p in problems:
