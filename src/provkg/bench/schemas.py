@@ -221,17 +221,9 @@ def _restart_dead(run: StoreRun) -> None:
     stops on a closed connection), which would slow every later query: it is restarted on
     its database first."""
     for schema, w in run.workers.items():
-        if w.alive:
-            continue
-        server = run.servers.get(schema)
-        if server is not None:
-            run.server_load_rss[schema] = max(run.server_load_rss.get(schema, 0),
-                                              run.peak_rss(schema).get("server") or 0)
-            server.stop()
-            server.start()
-            if isinstance(getattr(server, "pid", None), int):
-                run.server_pids[schema] = server.pid
-        w.start()
+        if not w.alive:
+            run.restart_server(schema)
+            w.start()
 
 
 def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,

@@ -46,6 +46,20 @@ class StoreRun:
     server_load_rss: dict[str, int] = field(default_factory=dict)
     servers: dict[str, object] = field(default_factory=dict)
 
+    def restart_server(self, schema: str) -> None:
+        """Stop and start ``schema``'s server on its database (a no-op for embedded stores),
+        keeping the peak RSS seen so far."""
+        server = self.servers.get(schema)
+        if server is None:
+            return
+        self.server_load_rss[schema] = max(self.server_load_rss.get(schema, 0),
+                                           self.peak_rss(schema).get("server") or 0)
+        server.stop()  # type: ignore[attr-defined]
+        server.start()  # type: ignore[attr-defined]
+        pid = _pid_of(server)
+        if pid is not None:
+            self.server_pids[schema] = pid
+
     def peak_rss(self, schema: str) -> dict[str, int | None]:
         """Peak RSS in bytes of the client (embedded store) and server processes."""
         out: dict[str, int | None] = {"client": self.workers[schema].peak_rss}
