@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _row(key: str, runs: list[dict]) -> dict:
     system, attributes = key.split("@")
-    per = lambda f: _summary([f(r) * 1e6 / r["n"] for r in runs])  # noqa: E731
+    per = lambda f: _summary([f(r) * 1e6 / r["n"] for r in runs])
     row = {
         "system": system, "attributes": int(attributes), "tasks": runs[0]["n"], "runs": len(runs),
         "caller_cpu_us": per(lambda r: r["caller"][0]),

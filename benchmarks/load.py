@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -208,7 +208,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, object]]:
 
 def machine() -> dict[str, object]:
     return {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

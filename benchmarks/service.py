@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PROVKG_QUEUE_DIR": str(folder / "queue")}
-    log = open(folder / "server.log", "wb")  # noqa: SIM115
+    log = open(folder / "server.log", "wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "provkg.cli", "serve", "--store", f"oxigraph:{folder / 'store'}",
          "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

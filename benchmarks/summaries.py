@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -92,7 +92,7 @@ def main() -> int:
                                        for x, y in zip(a, b)):
             mismatches.append(q)
     doc = {
-        "benchmark": "summaries", "scale": args.scale, "date": datetime.now(timezone.utc).isoformat(),
+        "benchmark": "summaries", "scale": args.scale, "date": datetime.now(UTC).isoformat(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "pyoxigraph": version("pyoxigraph"), "load_average_at_start": load},
         "datasets": {g: {k: v for k, v in r.items() if k != "queries"} for g, r in result.items()},

@@ -67,7 +67,7 @@ class ApiServer:
     def start(self, *, timeout: float = 60.0) -> ApiServer:
         env = {**os.environ, "PROVKG_QUEUE_DIR": str(self.queue_dir), **self.env}
         env.pop("PROVKG_STORE", None)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps writing to it
+        log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "provkg.cli", "serve", "--store", f"oxigraph:{self.store_dir}",
              "--port", str(self.port)],

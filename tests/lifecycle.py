@@ -17,7 +17,7 @@ the triples (and the domain KG) into a store. The service and demo tests may reu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from provkg import capture
@@ -171,7 +171,7 @@ class Lifecycle:
 
 
 def _utc(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def _plan() -> tuple[list[SegyPlan], list[DatasetPlan], list[TrainingPlan]]:

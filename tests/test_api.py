@@ -12,8 +12,8 @@ import orjson
 import psutil
 import pytest
 import zstandard
-
 from api_support import ApiServer, store_fingerprint
+
 from provkg.ontology import ontology_names, read_ontology
 
 TOKEN = "api-test-token"

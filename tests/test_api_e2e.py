@@ -4,12 +4,11 @@ embedded Oxigraph), then canned queries over the API give the lifecycle's known 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
 from api_support import ApiServer, store_fingerprint
 from lifecycle import SPECS, Lifecycle, build_lifecycle, load_lifecycle
+
 from provkg.capture.broker import MosquittoBroker
 from provkg.capture.http_sink import HttpSink
 from provkg.capture.mqtt_sink import MqttSink

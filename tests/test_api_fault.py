@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from api_support import ApiServer
+
 from provkg import capture
 from provkg.capture.replay import replay
 from provkg.vocab import PROV, PROVLAKE

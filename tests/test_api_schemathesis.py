@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import orjson
 import pytest
 import schemathesis
+from api_support import ApiServer
 from hypothesis import HealthCheck, settings
 
-from api_support import ApiServer
 from provkg.api.app import create_app
 from provkg.config import get_settings
 

@@ -8,13 +8,12 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import orjson
 import pytest
-
 from api_support import ApiServer, free_port, store_fingerprint
+
 from provkg.ontology import all_ontology_paths
 
 TOKEN = "s3cret-token-for-tests"
@@ -45,7 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     with ApiServer(folder, env=env) as srv:
         good = [{"type": "workflow", "event": "begin", "id": "sec-run", "time": 1.0, "workflow": "w"},
                 event(0), event(1)]
-        assert srv.http.post(f"/v1/events", content=batch(*good), headers=AUTH).status_code == 202
+        assert srv.http.post("/v1/events", content=batch(*good), headers=AUTH).status_code == 202
         assert srv.wait_applied()["backlog_events"] == 0
         yield srv
     assert "Traceback" not in srv.log(), srv.log()
@@ -123,13 +122,13 @@ def test_bad_batches_are_refused_whole(server: ApiServer, unchanged: None, body:
     # one good event in front: nothing of a rejected batch may be applied
     if body.startswith(b'{"format":"provkg.events/1","events":[{'):
         body = body.replace(b'"events":[', b'"events":[' + orjson.dumps(event(77)) + b",", 1)
-    assert_clear_4xx(server.http.post(f"/v1/events", content=body, headers=AUTH))
+    assert_clear_4xx(server.http.post("/v1/events", content=body, headers=AUTH))
 
 
 def test_errors_name_the_field_and_never_echo_the_value(server: ApiServer, unchanged: None) -> None:
     secret = "TOPSECRET-abc123"
     body = batch(event(1), event(2, id={"token": secret}), event(3, time=secret))
-    detail = assert_clear_4xx(server.http.post(f"/v1/events", content=body, headers=AUTH),
+    detail = assert_clear_4xx(server.http.post("/v1/events", content=body, headers=AUTH),
                               status=422)["detail"]
     assert "events[1].id" in detail and "events[2].time" in detail
     assert secret not in detail
@@ -194,7 +193,7 @@ def test_zip_bomb_is_refused(server: ApiServer, unchanged: None) -> None:
     bomb = gzip.compress(b'{"format": "provkg.events/1", "events": [' + b" " * (20 * 2**20) + b"]}",
                          compresslevel=1)
     assert len(bomb) < 2**20 // 4
-    response = server.http.post(f"/v1/events", content=bomb,
+    response = server.http.post("/v1/events", content=bomb,
                           headers={**AUTH, "Content-Encoding": "gzip"}, timeout=60)
     assert_clear_4xx(response, status=413, mentions="decompressed")
 
@@ -206,7 +205,7 @@ def test_zip_bomb_is_refused(server: ApiServer, unchanged: None) -> None:
     ({"Content-Type": "text/xml"}, 415),
 ])
 def test_wrong_framing(server: ApiServer, unchanged: None, headers: dict[str, str], status: int) -> None:
-    response = server.http.post(f"/v1/events", content=batch(event(5)), headers={**AUTH, **headers})
+    response = server.http.post("/v1/events", content=batch(event(5)), headers={**AUTH, **headers})
     assert_clear_4xx(response, status=status)
 
 
@@ -215,10 +214,10 @@ def test_wrong_framing(server: ApiServer, unchanged: None, headers: dict[str, st
     b"a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n",
 ], ids=["yaml-syntax", "non-utf8", "invalid-fields", "alias-bomb"])
 def test_bad_specs(server: ApiServer, unchanged: None, spec: bytes) -> None:
-    response = server.http.post(f"/v1/specs", content=spec,
+    response = server.http.post("/v1/specs", content=spec,
                           headers={**AUTH, "Content-Type": "application/yaml"})
     assert_clear_4xx(response)
-    assert server.http.get(f"/v1/specs").json() == []
+    assert server.http.get("/v1/specs").json() == []
 
 
 # -- SPARQL ----------------------------------------------------------------------
@@ -296,8 +295,8 @@ def test_service_is_refused_and_fetches_nothing(server: ApiServer, unchanged: No
                          ids=["truncated", "empty", "nested", "huge", "bad-iri"])
 def test_sparql_syntax_errors_are_4xx(server: ApiServer, unchanged: None, text: str) -> None:
     if len(text) > 60_000:  # too long for a URL: the POST forms only
-        responses = [server.http.post(f"/v1/sparql", data={"query": text}),
-                     server.http.post(f"/v1/sparql", content=text.encode(),
+        responses = [server.http.post("/v1/sparql", data={"query": text}),
+                     server.http.post("/v1/sparql", content=text.encode(),
                                 headers={"Content-Type": "application/sparql-query"})]
     else:
         responses = _sparql_requests(server.http, text)[:3]
@@ -306,13 +305,13 @@ def test_sparql_syntax_errors_are_4xx(server: ApiServer, unchanged: None, text: 
 
 
 def test_sparql_protocol_misuse(server: ApiServer) -> None:
-    assert_clear_4xx(server.http.get(f"/v1/sparql"), status=400, mentions="query")
-    assert_clear_4xx(server.http.get(f"/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))
-    assert_clear_4xx(server.http.get(f"/v1/sparql",
+    assert_clear_4xx(server.http.get("/v1/sparql"), status=400, mentions="query")
+    assert_clear_4xx(server.http.get("/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))
+    assert_clear_4xx(server.http.get("/v1/sparql",
                                params={"query": "ASK{}", "default-graph-uri": "http://x/g"}))
-    assert_clear_4xx(server.http.post(f"/v1/sparql", content=b"ASK{}",
+    assert_clear_4xx(server.http.post("/v1/sparql", content=b"ASK{}",
                                 headers={"Content-Type": "text/plain"}), status=415)
-    assert_clear_4xx(server.http.post(f"/v1/sparql", content=b"query=%FF%FE",
+    assert_clear_4xx(server.http.post("/v1/sparql", content=b"query=%FF%FE",
                                 headers={"Content-Type": "application/x-www-form-urlencoded"}))
 
 

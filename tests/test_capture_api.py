@@ -80,7 +80,7 @@ def test_explicit_begin_end_use_generate_and_dependencies():
 
 def test_values_are_converted_deterministically():
     sink = capture.MemorySink()
-    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)
     arr = np.arange(6, dtype=np.int32).reshape(2, 3)
     with capture.workflow("values", sink=sink) as wf, wf.task("t") as task:
         task.generate(f=np.float32(0.5), i=np.int64(7), b=np.bool_(True), arr=arr,

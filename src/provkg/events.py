@@ -106,7 +106,7 @@ class _EventBase(_Model):
     environment: dict[StrictStr, Union[Scalar, list[Scalar], dict[StrictStr, Scalar]]] | None = None
 
     @model_validator(mode="after")
-    def _status_only_on_end(self) -> "_EventBase":
+    def _status_only_on_end(self) -> _EventBase:
         if self.event == "begin" and self.status is not None:
             raise ValueError("status belongs to end events only")
         return self

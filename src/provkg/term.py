@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
 from provkg.errors import BadParameter
@@ -125,7 +125,7 @@ def datetime_literal(seconds: float) -> str:
     >>> datetime_literal(0.5)
     '"1970-01-01T00:00:00.500000Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
     """
-    dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    dt = datetime.fromtimestamp(seconds, tz=UTC)
     return f'"{dt.strftime("%Y-%m-%dT%H:%M:%S.%f")}Z"^^<{XSD.dateTime}>'
 
 

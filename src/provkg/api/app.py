@@ -21,9 +21,9 @@ from provkg import __version__
 from provkg.api.errors import install_error_handlers
 from provkg.api.openapi import install_openapi
 from provkg.api.queue import IngestQueue
-from provkg.api.specs import SpecRegistry
 from provkg.api.sparql import SparqlRunner
 from provkg.api.sparql_guard import check_query
+from provkg.api.specs import SpecRegistry
 from provkg.config import Settings, get_settings
 from provkg.store.base import Store
 

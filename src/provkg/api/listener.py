@@ -91,7 +91,7 @@ class MqttListener:
         self.client.disconnect()
         self.client.loop_stop()
 
-    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             log.error("MQTT broker %s:%s refused the connection: %s", self.host, self.port,
                       reason_code)
@@ -100,17 +100,17 @@ class MqttListener:
         log.info("listening to mqtt://%s:%s/%s (session present: %s)", self.host, self.port,
                  self.topic, flags.session_present)
 
-    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:  # noqa: ANN001
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
         if all(not rc.is_failure for rc in reason_codes):
             self.subscribed.set()
         else:
             log.error("the MQTT broker refused the subscription to %s", self.topic)
 
-    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:  # noqa: ANN001
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         self.subscribed.clear()
         log.warning("MQTT broker connection lost (%s); paho reconnects", reason_code)
 
-    def _on_message(self, client, userdata, message) -> None:  # noqa: ANN001
+    def _on_message(self, client, userdata, message) -> None:
         mid, qos = message.mid, message.qos
         try:
             payload = self._decoded(bytes(message.payload))

@@ -241,7 +241,7 @@ class IngestQueue:
     def _open_segment(self, index: int) -> None:
         if self._file is not None:
             self._file.close()
-        self._file = open(self._segment_path(index), "ab", buffering=0)  # noqa: SIM115
+        self._file = open(self._segment_path(index), "ab", buffering=0)
         if self._fsync:  # the new file's name must survive a crash too
             dir_fd = os.open(self.directory, os.O_RDONLY)
             try:
@@ -312,7 +312,7 @@ class IngestQueue:
                 log.error("ingest refused a queued batch (kept in rejected.log): %s", exc)
                 self.reject(chunk[0])
                 return
-            except Exception as exc:  # noqa: BLE001 - a bug must not drop acknowledged data
+            except Exception as exc:
                 log.exception("applying queued batches failed unexpectedly")
                 problem = f"{type(exc).__name__}: {exc}"
             if self._closing:
@@ -335,7 +335,7 @@ class IngestQueue:
     # -- files ------------------------------------------------------------------
 
     def _lock_directory(self) -> None:
-        self._lock_file = open(self.directory / "lock", "w")  # noqa: SIM115
+        self._lock_file = open(self.directory / "lock", "w")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -99,7 +99,7 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
 def _is_update(text: str, parse_update: Any) -> bool:
     try:
         parse_update(text)
-    except Exception:  # noqa: BLE001 - any parser failure just means "not an update"
+    except Exception:
         return False
     return True
 

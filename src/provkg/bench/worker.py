@@ -161,7 +161,7 @@ class StoreWorker:
             self._proc.join(60)
         self.kill()
 
-    def __enter__(self) -> StoreWorker:  # noqa: PYI034
+    def __enter__(self) -> StoreWorker:
         self.start()
         return self
 

@@ -116,7 +116,7 @@ def kg_facts(store: Store, file: str = KG_FILE) -> KgFacts:
                    str(r["basin"]), str(r["basin_label"]))
 
 
-_WKT = re.compile(r"^\s*(?:<(?P<crs>[^>]+)>\s*)?POLYGON\s*\(\((?P<ring>[^()]+)\)\)\s*$", re.I)
+_WKT = re.compile(r"^\s*(?:<(?P<crs>[^>]+)>\s*)?POLYGON\s*\(\((?P<ring>[^()]+)\)\)\s*$", re.IGNORECASE)
 
 
 def parse_footprint(wkt: str) -> tuple[str | None, list[tuple[float, float]]]:

@@ -283,9 +283,9 @@ def rdf_file(path: str | Path, format: str | None = None) -> tuple[Path, str, bo
 
 _LINE_COLUMN = [
     re.compile(r"\bat (\d+):(\d+)"),  # oxigraph: "error at 2:9: ..."
-    re.compile(r"line (\d+),? (?:between )?columns? (\d+)", re.I),  # oxigraph parsers
+    re.compile(r"line (\d+),? (?:between )?columns? (\d+)", re.IGNORECASE),  # oxigraph parsers
     re.compile(r"\(at char \d+\), \(line:(\d+), col:(\d+)\)"),  # pyparsing (rdflib)
-    re.compile(r"line (\d+)\b", re.I),  # virtuoso: "SPARQL compiler, line 3: ..."
+    re.compile(r"line (\d+)\b", re.IGNORECASE),  # virtuoso: "SPARQL compiler, line 3: ..."
 ]
 
 

@@ -277,7 +277,7 @@ class VirtuosoServer(_Server):
         except subprocess.TimeoutExpired as exc:
             raise StoreError(f"isql did not finish within {timeout:g} s: {statements[:200]}") from exc
         out = (done.stdout + done.stderr).decode("utf-8", "replace")
-        if done.returncode != 0 or re.search(r"^\*\*\* Error", out, re.M):
+        if done.returncode != 0 or re.search(r"^\*\*\* Error", out, re.MULTILINE):
             raise StoreError(f"Virtuoso isql failed ({statements[:200]}): {out.strip()[-1000:]}")
         return out
 

@@ -15,10 +15,10 @@ backends keep every bit.
 from __future__ import annotations
 
 import ast
-import re
 import gzip
 import http.client
 import itertools
+import re
 import socket
 import urllib.error
 from collections.abc import Callable, Iterable, Iterator
@@ -321,7 +321,7 @@ class SparqlStore(Store):
             if "37000" in body or "syntax error" in body.lower():  # Virtuoso: 500 for some syntax errors
                 raise syntax_error(_error_text(body, text)) from exc
             raise StoreError(f"{self.url} answered with an error: {body[:1000]}") from exc
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise QueryTimeout(f"{self.url} did not answer within {timeout} s") from exc
         except urllib.error.HTTPError as exc:
             raise StoreError(f"{self.url} answered HTTP {exc.code}: {exc.read()[:500]!r}") from exc

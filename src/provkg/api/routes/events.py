@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from provkg.api.auth import require_write_token
 from provkg.api.body import read_body
 from provkg.api.errors import UnsupportedMediaType
-from provkg.api.openapi import EVENTS_EXAMPLE, ERROR_RESPONSES
+from provkg.api.openapi import ERROR_RESPONSES, EVENTS_EXAMPLE
 from provkg.events import parse_batch
 
 router = APIRouter(tags=["ingest"])
