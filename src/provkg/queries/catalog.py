@@ -51,9 +51,13 @@ class CannedQuery:
         return parse_params(self.parameters, params, query=self.name)
 
     def render(self, params: dict[str, object], *, schema: str = "typed",
-               base: str = DEFAULT_BASE, dialect: str = "standard") -> str:
+               base: str = DEFAULT_BASE, dialect: str = "standard",
+               data_terms: dict[str, tuple[str, ...]] | None = None) -> str:
         """The SPARQL text for ``params`` in ``schema``, for stores of ``dialect`` (see
         :func:`provkg.queries.builder.dialect`); values enter as VALUES rows.
+        ``data_terms`` replaces the term of a ``data`` parameter by the captured values a
+        store says it names (:func:`provkg.service.querying.run_query` looks them up by
+        location); without it a ``data`` parameter is read as a value id.
 
         Raises:
             BadParameter: a bad parameter, or a schema this query does not exist in.
@@ -63,8 +67,11 @@ class CannedQuery:
                 f"query {self.name!r} runs on the {' / '.join(self.schemas)} schema, "
                 f"not {schema!r}")
         values = self.parse(params)
-        terms = {p.name: term_for(p, values[p.name], base=base) for p in self.parameters
-                 if values[p.name] is not None}
+        terms: dict[str, Any] = {p.name: term_for(p, values[p.name], base=base)
+                                 for p in self.parameters if values[p.name] is not None}
+        for name, found in (data_terms or {}).items():
+            if name in terms and found:
+                terms[name] = found[0] if len(found) == 1 else tuple(found)
         if self.rq_text is not None:
             from provkg.queries.rq import bind_rq
 

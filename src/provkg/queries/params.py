@@ -7,6 +7,7 @@ only ever become one well-formed term that matches nothing.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -197,16 +198,21 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
     return literal(value)
 
 
-def values_block(bindings: dict[str, str]) -> str:
+def values_block(bindings: dict[str, str | tuple[str, ...]]) -> str:
     """``VALUES (?a ?b) { (t1 t2) }`` for variable -> term; empty text when no bindings.
+    A variable given several terms (a location several captured values share) gets one
+    row per term.
 
     Terms must come from :func:`term_for` (or :mod:`provkg.term`).
 
     >>> values_block({"model": "<https://example.org/m>"})
     'VALUES (?model) { (<https://example.org/m>) }'
+    >>> values_block({"d": ("<https://example.org/a>", "<https://example.org/b>"), "m": '"loss"'})
+    'VALUES (?d ?m) { (<https://example.org/a> "loss") (<https://example.org/b> "loss") }'
     """
     if not bindings:
         return ""
     names = " ".join(f"?{name}" for name in bindings)
-    row = " ".join(bindings.values())
-    return f"VALUES ({names}) {{ ({row}) }}"
+    columns = [(t,) if isinstance(t, str) else t for t in bindings.values()]
+    rows = " ".join(f"({' '.join(row)})" for row in itertools.product(*columns))
+    return f"VALUES ({names}) {{ {rows} }}"

@@ -9,6 +9,7 @@ branch per k), never a property path (it cannot say the distance).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from provkg.errors import BadParameter
@@ -56,12 +57,14 @@ def s1(terms: dict[str, str], values: dict[str, Any], schema: str) -> str:
                   distinct=True, order_by=["?depth", "?data", "?derived_from", "?invocation"])
 
 
-def _s1_virtuoso(start: str, depth: int) -> str:
+def _s1_virtuoso(starts: str | tuple[str, ...], depth: int) -> str:
     """s1 as Virtuoso 7.2 compiles it: each distance a sub-select projecting its edge, the
-    start written in place (a validated IRI term). With a VALUES anchor, BINDs or nested
-    sub-selects its compiler fails from distance 2 on (SP031 "equiv replaces filter", SQ142)."""
+    start written in place (a validated IRI term; one set of branches per start when a
+    location names several values). With a VALUES anchor, BINDs or nested sub-selects its
+    compiler fails from distance 2 on (SP031 "equiv replaces filter", SQ142)."""
     branches = []
-    for k in range(1, depth + 1):
+    for start, k in itertools.product((starts,) if isinstance(starts, str) else starts,
+                                      range(1, depth + 1)):
         nodes = [start] + [f"?n{k}_{i}" for i in range(1, k + 1)]
         hops = [group([_flat_step(nodes[i], nodes[i + 1], f"?t{k}_{i}")]) for i in range(k - 1)]
         edge = _flat_step(nodes[k - 1], nodes[k], f"?inv{k}")

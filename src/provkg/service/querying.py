@@ -18,9 +18,10 @@ from typing import Any
 
 from provkg.errors import BadParameter
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
+from provkg.queries.params import term_for
 from provkg.store import Rows, Store, open_store, store_dialect
-from provkg.term import Triple, ntriples_line
-from provkg.vocab import DEFAULT_BASE
+from provkg.term import Triple, iri, is_valid_iri, literal, ntriples_line
+from provkg.vocab import DEFAULT_BASE, PROVLAKE, XSD
 
 __all__ = [
     "cmd_query",
@@ -65,10 +66,34 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
         UnknownQuery, BadParameter, StoreError (and QueryTimeout past ``timeout``).
     """
     query = get_query(name)
-    text = query.render(params, schema=schema, base=base, dialect=store.query_dialect)
+    text = query.render(params, schema=schema, base=base, dialect=store.query_dialect,
+                        data_terms=_values_at_locations(store, query, params, base=base))
     # canned queries match provkg's vocabularies only: no need to hide a store's own graphs
     rows = store.select(text, timeout=timeout, hide_system_graphs=False)
     return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
+
+
+def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, object], *,
+                         base: str) -> dict[str, tuple[str, ...]]:
+    """For each ``data`` parameter given as a location URI: the captured values stored at
+    that location (DESIGN §6: a data parameter is a value id or its location URI). A value
+    captured without an id is named after its location, so the id's own IRI is kept too."""
+    out: dict[str, tuple[str, ...]] = {}
+    values = query.parse(params)
+    for p in query.parameters:
+        given = values.get(p.name)
+        if p.type != "data" or not isinstance(given, str) or ":" not in given:
+            continue  # a location is a URI: it has a scheme
+        if given.startswith(base + "value/"):  # already a captured value's IRI
+            continue
+        location = literal(given, XSD.anyURI)
+        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
+                            hide_system_graphs=False)
+        found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
+        if found:
+            own = term_for(p, given, base=base)
+            out[p.name] = tuple(dict.fromkeys([own, *found]))
+    return out
 
 
 def query_form(text: str) -> str:

@@ -1,0 +1,119 @@
+"""A data parameter names a captured value by its id or by its location URI (DESIGN §6),
+also when the value was captured with an id of its own, and when several captured values
+(here two runs, each with its own id) refer to the same location."""
+
+from __future__ import annotations
+
+import pytest
+
+from provkg.mapper import map_events, map_spec
+from provkg.service.querying import render_query, run_query
+from provkg.spec import parse_spec
+from provkg.term import mint_iri
+
+SPEC = """\
+workflow: fit
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used:
+      - {name: train_set, role: dataset}
+      - {name: layers, role: model_schema}
+    generated:
+      - {name: model, role: model}
+  - name: epoch
+    kind: section
+    of: training
+  - name: batch
+    kind: section
+    of: epoch
+"""
+
+DATA = "s3://bucket/corpus v1.parquet?ver=2#frag"  # a location with space, query and fragment
+MODEL_A = "file:///models/a.pt"
+
+
+def _run(run: str, data_id: str, model_id: str, model_location: str, t0: float) -> list[dict]:
+    tr = f"{run}/training"
+    ev: list[dict] = [{"type": "workflow", "event": "begin", "id": run, "time": t0, "workflow": "fit"},
+                      {"type": "task", "event": "begin", "id": tr, "time": t0, "workflow_id": run,
+                       "transformation": "training",
+                       "used": [{"name": "train_set", "id": data_id, "location": DATA},
+                                {"name": "layers", "value": 3}]}]
+    ep = f"{tr}/e0"
+    ev.append({"type": "task", "event": "begin", "id": ep, "time": t0 + 1, "workflow_id": run,
+               "transformation": "epoch", "parent": tr, "index": 0})
+    for b, seconds in enumerate((2.0, 4.0)):
+        bid = f"{ep}/b{b}"
+        start = t0 + 1 + 10 * b
+        ev += [{"type": "task", "event": "begin", "id": bid, "time": start, "workflow_id": run,
+                "transformation": "batch", "parent": ep, "index": b},
+               {"type": "task", "event": "end", "id": bid, "time": start + seconds,
+                "workflow_id": run, "transformation": "batch", "status": "finished"}]
+    ev += [{"type": "task", "event": "end", "id": ep, "time": t0 + 30, "workflow_id": run,
+            "transformation": "epoch", "status": "finished"},
+           {"type": "task", "event": "end", "id": tr, "time": t0 + 31, "workflow_id": run,
+            "transformation": "training", "status": "finished",
+            "generated": [{"name": "model", "id": model_id, "location": model_location}]},
+           {"type": "workflow", "event": "end", "id": run, "time": t0 + 32, "workflow": "fit",
+            "status": "finished"}]
+    return ev
+
+
+@pytest.fixture
+def loaded(store):
+    spec = parse_spec(SPEC)
+    events = (_run("run-1", "data-1", "model-A", MODEL_A, 1_700_000_000.0)
+              + _run("run-2", "data-2", "model-B", "file:///models/b.pt", 1_700_000_100.0))
+    store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    return store
+
+
+def _trainings(rows) -> set[str]:
+    return {r[0] for r in rows}
+
+
+def test_dataset_by_location_finds_every_value_stored_there(loaded):
+    both = {mint_iri("task", "run-1/training"), mint_iri("task", "run-2/training")}
+    by_location = run_query(loaded, "q4", {"dataset": DATA}).rows
+    assert _trainings(by_location) == both
+    assert [r[2:] for r in by_location] == [[2, 3.0, 2.0, 4.0]] * 2
+    assert _trainings(run_query(loaded, "q4", {"dataset": "data-1"}).rows) == {
+        mint_iri("task", "run-1/training")}
+    # the minted IRI a query returned is a parameter too
+    assert _trainings(run_query(loaded, "q4", {"dataset": mint_iri("value", "data-2")}).rows) == {
+        mint_iri("task", "run-2/training")}
+    assert run_query(loaded, "q4", {"dataset": "s3://bucket/elsewhere.parquet"}).rows == []
+
+
+def test_model_by_location_or_id(loaded):
+    by_id = run_query(loaded, "d2", {"model": "model-A"}).rows
+    assert by_id == [["layers", 3]]
+    assert run_query(loaded, "d2", {"model": MODEL_A}).rows == by_id
+
+
+def test_render_without_a_store_reads_the_parameter_as_an_id():
+    text = render_query("q4", {"dataset": DATA})
+    assert f"<{mint_iri('value', DATA)}>" in text
+
+
+@pytest.fixture
+def sprov_loaded(store):
+    spec = parse_spec(SPEC)
+    # two runs whose models were written to the same file
+    events = (_run("run-1", "data-1", "model-A", MODEL_A, 1_700_000_000.0)
+              + _run("run-2", "data-2", "model-B", MODEL_A, 1_700_000_100.0))
+    store.add([*map_spec(spec, schema="sprov"), *map_events(events, {"fit": spec}, schema="sprov")])
+    return store
+
+
+def test_s1_lineage_from_a_location(sprov_loaded):
+    def edges(data: str) -> set[tuple[str, str]]:
+        rows = run_query(sprov_loaded, "s1", {"data": data, "depth": 1}, schema="sprov").rows
+        return {(r[0], r[1]) for r in rows}
+
+    a, b = edges("model-A"), edges("model-B")
+    assert (mint_iri("value", "model-A"), mint_iri("value", "data-1")) in a
+    assert (mint_iri("value", "model-B"), mint_iri("value", "data-2")) in b
+    assert edges(MODEL_A) == a | b
