@@ -45,7 +45,8 @@ def _bound(t: dict[str, str], name: str) -> str:
 def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
     """Trainings of the workflow with their value ``?value`` of ``measure``."""
     return [*_trainings(t, schema, "measure"),
-            P.model_evaluation("?training", "?m", "?value", schema, name="?measure")]
+            P.model_evaluation("?training", "?m", "?value", schema, name="?measure"),
+            "FILTER(isNumeric(?value))"]  # a "NaN" string (a diverged run) is no best
 
 
 def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:

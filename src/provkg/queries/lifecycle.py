@@ -117,7 +117,8 @@ def _trainings_on(t: dict[str, str], schema: str) -> Where:
 def _models_on_dataset(t: dict[str, str], schema: str) -> Where:
     """Models of trainings that used ``dataset``, with the value ``?mv`` of their ``measure``."""
     return [*_trainings_on(t, schema), P.model("?training", "?model", schema),
-            P.model_evaluation("?training", "?m", "?mv", schema, name="?measure")]
+            P.model_evaluation("?training", "?m", "?mv", schema, name="?measure"),
+            "FILTER(isNumeric(?mv))"]  # a "NaN" string (a diverged run) is no best
 
 
 def q3(t: dict[str, str], v: dict[str, object], schema: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,14 +80,25 @@ class Parameter:
         return value
 
 
+#: integers a store can hold (xsd:integer in SPARQL engines is 64-bit) and a LIMIT accepts
+_INT_RANGE = (-(2**63), 2**63 - 1)
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
 def _as_int(raw: object) -> int:
     if isinstance(raw, bool):
         raise TypeError("a boolean is not an integer")
-    if isinstance(raw, int):
-        return raw
     if isinstance(raw, str):
-        return int(raw.strip(), 10)
-    raise TypeError(type(raw).__name__)
+        text = raw.strip()
+        # ASCII digits only: int() also reads "1_0" and other scripts' digits
+        if not _INT_TEXT.fullmatch(text):
+            raise ValueError("not an integer")
+        raw = int(text, 10)
+    if not isinstance(raw, int):
+        raise TypeError(type(raw).__name__)
+    if not _INT_RANGE[0] <= raw <= _INT_RANGE[1]:
+        raise ValueError("out of the 64-bit range")
+    return raw
 
 
 def _as_float(raw: object) -> float:
@@ -143,6 +155,11 @@ _PARSERS = {
 }
 
 
+def _shown(name: str) -> str:
+    """A parameter name fit to repeat in an error (never an arbitrary submitted string)."""
+    return repr(name) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", name) else "of that name"
+
+
 def parse_params(parameters: tuple[Parameter, ...], given: dict[str, object], *,
                  query: str) -> dict[str, object]:
     """Check ``given`` against ``parameters``: unknown names refused, defaults filled in.
@@ -155,7 +172,7 @@ def parse_params(parameters: tuple[Parameter, ...], given: dict[str, object], *,
     if unknown:
         expected = ", ".join(known) or "none"
         raise BadParameter(
-            f"query {query!r} has no parameter {unknown[0]!r}; its parameters: {expected}")
+            f"query {query!r} has no parameter {_shown(unknown[0])}; its parameters: {expected}")
     out: dict[str, object] = {}
     for p in parameters:
         if p.name in given and given[p.name] is not None:
