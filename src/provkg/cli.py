@@ -91,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--graph", default=None, help="named graph IRI to load into (default graph if omitted)")
+    p.add_argument("--format", default=None, choices=["turtle", "ntriples", "nquads", "rdfxml", "trig"],
+                   help="the RDF format of every FILE, when their extensions do not say it")
     p.set_defaults(handler=_cmd_load)
 
     # -- ingest / spec / links ---------------------------------------------
@@ -302,6 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `provkg query ... | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ This module does no RDF: the mapper turns a :class:`Spec` into prospective tripl
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -359,8 +360,17 @@ def load_spec(path: str | Path) -> Spec:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise NotFound(f"spec file {str(p)!r} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise BadSpec(f"{p}: is a folder, not a spec file (give the .yaml / .json file)") from exc
     except UnicodeDecodeError as exc:
         raise BadSpec(f"{p}:1: not UTF-8 text") from exc
+    except OSError as exc:
+        raise BadSpec(f"{p}: cannot read the spec file: {exc.strerror or exc}") from exc
+    if p.suffix.lower() == ".json":  # YAML would also take JSON5-ish text (trailing commas)
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            _raise([f"{p}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"])
     return parse_spec(text, source=str(p))
 
 

@@ -68,7 +68,7 @@ def init_store(store: Store, *, progress: bool = False) -> LoadReport:
 
 
 def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None = None,
-               progress: bool = True) -> LoadReport:
+               progress: bool = True, format: str | None = None) -> LoadReport:
     """Load RDF files (Turtle, N-Triples, N-Quads, RDF/XML; ``.gz`` too) into ``graph``.
 
     Large files show a progress bar on stderr when ``progress`` is true.
@@ -88,20 +88,21 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
         iri(graph)  # BadParameter when it is not an absolute IRI
     report = LoadReport()
     for path in files:
-        added = _load_one(store, path, graph=graph, progress=progress)
+        added = _load_one(store, path, graph=graph, progress=progress, format=format)
         report.entries.append(LoadEntry(str(path), graph, added))
     return report
 
 
-def _load_one(store: Store, path: Path, *, graph: str | None, progress: bool) -> int:
+def _load_one(store: Store, path: Path, *, graph: str | None, progress: bool,
+              format: str | None = None) -> int:
     size = path.stat().st_size
     if not progress or size < PROGRESS_MIN_BYTES:
-        return store.load_file(path, graph=graph)
+        return store.load_file(path, graph=graph, format=format)
     from tqdm import tqdm
 
     with tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr,
               leave=False) as bar:
-        return store.load_file(path, graph=graph, progress=bar.update)
+        return store.load_file(path, graph=graph, format=format, progress=bar.update)
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -116,6 +117,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     """``provkg load FILE... [--graph IRI]``."""
     with open_store(args.store) as store:
-        report = load_files(store, args.files, graph=args.graph, progress=sys.stderr.isatty())
+        report = load_files(store, args.files, graph=args.graph, progress=sys.stderr.isatty(),
+                            format=args.format)
     print("\n".join(report.lines()))
     return 0

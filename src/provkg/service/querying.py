@@ -149,9 +149,18 @@ def format_rows(rows: Rows, fmt: str) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(rows.columns)
-        writer.writerows([["" if v is None else v for v in r] for r in rows.rows])
+        writer.writerows([[_cell(v) for v in r] for r in rows.rows])
         return out.getvalue().rstrip("\n")
-    return _table(rows.columns, [[("" if v is None else str(v)) for v in r] for r in rows.rows])
+    return _table(rows.columns, [[_cell(v) for v in r] for r in rows.rows])
+
+
+def _cell(value: Any) -> str:
+    """A value as CSV / table text: booleans as in JSON and SPARQL (``true``), not Python."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
@@ -199,7 +208,7 @@ def cmd_query(args: argparse.Namespace) -> int:
                            dialect=store_dialect(args.store)))
         return 0
     get_query(args.name).parse(params)  # bad parameters fail before the store is opened
-    with open_store(args.store) as store:
+    with open_store(args.store, existing=True) as store:
         rows = run_query(store, args.name, params, schema=args.schema)
     print(format_rows(rows, args.format))
     return 0
@@ -218,12 +227,14 @@ def cmd_sparql(args: argparse.Namespace) -> int:
 
             raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
     query_form(text)  # refuse non-queries before opening the store
-    with open_store(args.store) as store:
+    with open_store(args.store, existing=True) as store:
         result = run_sparql(store, text)
-    if isinstance(result, bool):
-        print(json.dumps({"boolean": result}) if args.format == "json" else str(result).lower())
-    elif isinstance(result, list):
-        sys.stdout.write("".join(ntriples_line(t) for t in result))
-    else:
-        print(format_rows(result, args.format))
+    if isinstance(result, bool):  # ASK: one column, so json / csv keep the shape of DESIGN §7
+        result = Rows(["boolean"], [[result]])
+    elif isinstance(result, list):  # CONSTRUCT / DESCRIBE
+        if args.format == "table":  # N-Triples: what people paste elsewhere
+            sys.stdout.write("".join(ntriples_line(t) for t in result))
+            return 0
+        result = Rows(["subject", "predicate", "object"], [list(t) for t in result])
+    print(format_rows(result, args.format))
     return 0

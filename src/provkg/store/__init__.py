@@ -28,8 +28,9 @@ Example: ``sparql+http://127.0.0.1:7878/query?update=/update&gsp=/store&union=un
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from provkg.errors import BadParameter, StoreUnavailable
+from provkg.errors import BadParameter, NotFound, StoreUnavailable
 from provkg.store.base import Rows, Store
 
 __all__ = ["open_store", "store_dialect", "Store", "Rows", "STORE_SCHEMES"]
@@ -85,11 +86,14 @@ def store_dialect(url: str | None) -> str:
     return "virtuoso" if (url or "").lower().startswith("virtuoso+") else "standard"
 
 
-def open_store(url: str) -> Store:
-    """Open the store named by ``url`` (forms in this module's docstring).
+def open_store(url: str, *, existing: bool = False) -> Store:
+    """Open the store named by ``url`` (forms in this module's docstring). An on-disk
+    Oxigraph folder is created when missing, unless ``existing`` (for commands that only
+    read: a mistyped folder would otherwise answer every question with nothing).
 
     Raises:
         BadParameter: the URL has no known scheme.
+        NotFound: ``existing`` and no store in the folder.
         StoreUnavailable: the store cannot be opened or reached.
     """
     scheme, sep, rest = url.partition(":")
@@ -100,6 +104,9 @@ def open_store(url: str) -> Store:
             "oxigraph+http://HOST:PORT, virtuoso+http://HOST:PORT, sparql+http://HOST:PORT/PATH "
             "(see `provkg --help`)"
         )
+    if existing and factory is _oxigraph and rest and not Path(rest).is_dir():
+        raise NotFound(f"no store in {rest!r} (store URL {url!r}): load or ingest into it first, "
+                       "or give --store / $PROVKG_STORE")
     try:
         return factory(rest, url)
     except ImportError as exc:  # a backend's package is not installed

@@ -1,0 +1,78 @@
+"""CLI behaviour on input found by black-box testing: every problem is `error: …` and exit 1
+(DESIGN §8), never a traceback; JSON / CSV output keeps the `{"columns", "rows"}` shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from provkg.cli import main
+
+TRIPLES = ('<http://example.org/a> <http://example.org/p> "x" .\n'
+           '<http://example.org/a> <http://example.org/q> <http://example.org/b> .\n')
+
+
+def test_a_folder_given_as_spec_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    assert main(["spec", "validate", str(tmp_path)]) == 1
+    assert "is a folder, not a spec file" in capsys.readouterr().err
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    assert main(["ingest", str(events), "--spec", str(tmp_path), "--store", "memory:"]) == 1
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_json_spec_is_parsed_as_json(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "s.json"
+    spec.write_text('{"workflow": "w",\n "phase": "learning",\n "transformations": [],\n}\n')
+    assert main(["spec", "validate", str(spec)]) == 1
+    assert f"{spec}:4: not valid JSON" in capsys.readouterr().err
+
+
+def test_load_takes_the_format_when_the_extension_does_not_say_it(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "export.dat"
+    data.write_text(TRIPLES)
+    assert main(["load", str(data), "--store", "memory:"]) == 1
+    assert "provkg load --format" in capsys.readouterr().err
+    assert main(["load", str(data), "--format", "ntriples", "--store", "memory:"]) == 0
+    assert "2 triples" in capsys.readouterr().out
+
+
+def test_reading_a_missing_store_folder_is_an_error_and_creates_nothing(tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "typo-data"
+    assert main(["query", "d3", "-p", "training=t", "--store", f"oxigraph:{missing}"]) == 1
+    assert "no store in" in capsys.readouterr().err
+    query = tmp_path / "q.rq"
+    query.write_text("ASK { ?s ?p ?o }")
+    assert main(["sparql", str(query), "--store", f"oxigraph:{missing}"]) == 1
+    assert not missing.exists()
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, capsys) -> str:
+    data = tmp_path / "d.nt"
+    data.write_text(TRIPLES)
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(data), "--store", url]) == 0
+    capsys.readouterr()
+    return url
+
+
+def _sparql(tmp_path: Path, text: str, url: str, fmt: str, capsys) -> str:
+    query = tmp_path / "q.rq"
+    query.write_text(text)
+    assert main(["sparql", str(query), "--format", fmt, "--store", url]) == 0
+    return capsys.readouterr().out
+
+
+def test_sparql_ask_and_construct_keep_the_columns_rows_shape(tmp_path: Path, store_url: str, capsys) -> None:
+    ask = "ASK { ?s <http://example.org/p> 'x' }"
+    assert json.loads(_sparql(tmp_path, ask, store_url, "json", capsys)) == {
+        "columns": ["boolean"], "rows": [[True]]}
+    assert _sparql(tmp_path, ask, store_url, "csv", capsys).split() == ["boolean", "true"]
+    construct = "CONSTRUCT { ?s ?p ?o } WHERE { ?s <http://example.org/q> ?o BIND(<http://example.org/q> AS ?p) }"
+    out = json.loads(_sparql(tmp_path, construct, store_url, "json", capsys))
+    assert out == {"columns": ["subject", "predicate", "object"],
+                   "rows": [["<http://example.org/a>", "<http://example.org/q>", "<http://example.org/b>"]]}
+    assert _sparql(tmp_path, construct, store_url, "table", capsys).strip() == TRIPLES.splitlines()[1]
