@@ -3,7 +3,8 @@
 One keep-alive connection (the standard library's ``http.client``: nothing heavy to import on an
 edge device), bodies compressed with gzip or zstd (``Content-Encoding``), a few quick retries
 with backoff; then the batch is reported undelivered and the emitter spools it. 4xx answers
-(other than 408 / 429) are refusals: ``SinkRejected`` with the server's message.
+about the batch are refusals: ``SinkRejected`` with the server's message; 401 / 403 / 404 /
+405 say the sender is set up wrongly (token, URL), so the batch stays undelivered (spooled).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from provkg.capture.sink import SinkRejected
 __all__ = ["HttpSink", "FORMAT", "encode_batch", "compress"]
 
 _RETRYABLE_4XX = {408, 425, 429}
+#: 4xx answers about the sender's setup, not the batch: never a reason to give events up
+_NOT_THE_BATCH = {
+    401: "the token is missing or wrong: give the sink's token (or PROVKG_TOKEN)",
+    403: "the token may not write here",
+    404: "no provkg events endpoint at this URL",
+    405: "no provkg events endpoint at this URL",
+}
 
 
 def encode_batch(events: list[dict[str, Any]], compression: str | None) -> bytes:
@@ -124,6 +132,9 @@ class HttpSink:
             if response.getheader("Connection", "").lower() == "close":
                 self._drop_connection()
             message = _server_message(answer)
+            if status in _NOT_THE_BATCH:  # a setup problem: keep the events until it is fixed
+                raise ConnectionError(f"{self.url} answered HTTP {status}: {message} "
+                                      f"({_NOT_THE_BATCH[status]}; the events stay spooled)")
             if 400 <= status < 500 and status not in _RETRYABLE_4XX:
                 raise SinkRejected(f"{self.url} answered HTTP {status}: {message}")
             problem = f"HTTP {status}: {message}"
