@@ -18,6 +18,8 @@ from provkg.ontology import ontology_names, read_ontology
 
 TOKEN = "api-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+#: provkg's own {"columns", "rows"} answer from /v1/sparql (the default is SPARQL 1.1 results JSON)
+ROWS = {"Accept": "application/vnd.provkg.rows+json"}
 SPEC = """\
 workflow: api-training
 phase: learning
@@ -54,7 +56,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
 
 
 def select(server: ApiServer, query: str) -> list[list[object]]:
-    response = server.http.get("/v1/sparql", params={"query": query})
+    response = server.http.get("/v1/sparql", params={"query": query}, headers=ROWS)
     assert response.status_code == 200, response.text
     return response.json()["rows"]
 
@@ -127,16 +129,19 @@ def test_events_are_idempotent(server: ApiServer) -> None:
 
 def test_sparql_forms_and_formats(server: ApiServer) -> None:
     query = "SELECT ?n WHERE { VALUES ?n { 1 2 } } ORDER BY ?n"
-    assert server.http.get("/v1/sparql", params={"query": query}).json() == {"columns": ["n"], "rows": [[1], [2]]}
-    assert server.http.post("/v1/sparql", data={"query": query}).json()["rows"] == [[1], [2]]
-    direct = server.http.post("/v1/sparql", content=query, headers={"Content-Type": "application/sparql-query"})
+    assert server.http.get("/v1/sparql", params={"query": query},
+                           headers=ROWS).json() == {"columns": ["n"], "rows": [[1], [2]]}
+    assert server.http.post("/v1/sparql", data={"query": query}, headers=ROWS).json()["rows"] == [[1], [2]]
+    direct = server.http.post("/v1/sparql", content=query,
+                              headers={"Content-Type": "application/sparql-query", **ROWS})
     assert direct.json()["rows"] == [[1], [2]]
     as_csv = server.http.get("/v1/sparql", params={"query": query}, headers={"Accept": "text/csv"})
     assert as_csv.headers["content-type"].startswith("text/csv")
     assert list(csv.reader(io.StringIO(as_csv.text))) == [["n"], ["1"], ["2"]]
-    assert server.http.get("/v1/sparql", params={"query": "ASK { }"}).json() == {"boolean": True}
+    assert server.http.get("/v1/sparql", params={"query": "ASK { }"}).json() == {"head": {}, "boolean": True}
     triples = server.http.get("/v1/sparql", params={
-        "query": "CONSTRUCT { <http://x/a> <http://x/p> ?n } WHERE { VALUES ?n { 7 } }"})
+        "query": "CONSTRUCT { <http://x/a> <http://x/p> ?n } WHERE { VALUES ?n { 7 } }"},
+        headers={"Accept": "application/n-triples"})
     assert triples.headers["content-type"].startswith("application/n-triples")
     assert triples.text == '<http://x/a> <http://x/p> "7"^^<http://www.w3.org/2001/XMLSchema#integer> .\n'
 

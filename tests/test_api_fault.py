@@ -56,10 +56,11 @@ def test_kill_9_five_times_during_a_100k_event_stream(tmp_path: Path) -> None:
         assert queue["backlog_events"] == 0 and queue["rejected_batches"] == 0
         rows = server.http.get("/v1/sparql", params={"query": f"""
             SELECT (COUNT(?b) AS ?begins) (COUNT(DISTINCT ?t) AS ?tasks)
-            WHERE {{ ?t <{PROVLAKE.isPartOf}> ?run ; <{PROV.startedAtTime}> ?b }}"""}).json()["rows"]
+            WHERE {{ ?t <{PROVLAKE.isPartOf}> ?run ; <{PROV.startedAtTime}> ?b }}"""},
+            headers={"Accept": "application/vnd.provkg.rows+json"}).json()["rows"]
         ends = server.http.get("/v1/sparql", params={"query": f"""
             SELECT (COUNT(?e) AS ?ends) WHERE {{ ?t <{PROVLAKE.isPartOf}> ?run ; <{PROV.endedAtTime}> ?e }}"""
-        }).json()["rows"]
+        }, headers={"Accept": "application/vnd.provkg.rows+json"}).json()["rows"]
         assert rows == [[TASKS, TASKS]], "each task's begin exactly once"
         assert ends == [[TASKS]], "each task's end exactly once"
         assert server.log().count("replaying") >= 1 or report.events > 0

@@ -9,7 +9,8 @@ from fastapi.openapi.utils import get_openapi
 
 from provkg.events import batch_schema
 
-__all__ = ["install_openapi", "EVENTS_EXAMPLE", "SPEC_EXAMPLE", "ERROR_RESPONSES"]
+__all__ = ["install_openapi", "EVENTS_EXAMPLE", "SPEC_EXAMPLE", "ERROR_RESPONSES",
+           "SPARQL_RESPONSES"]
 
 EVENTS_EXAMPLE: dict[str, Any] = {
     "format": "provkg.events/1",
@@ -61,6 +62,56 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
                 "events[3].time: Input should be greater than or equal to 0"),
     504: _error("query ran past the time limit", "query_timeout",
                 "query ran past the time limit of 30 s (stopped)"),
+}
+
+
+_XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+#: ``/v1/sparql``'s answers, by media type (chosen with the Accept header, q-values honoured)
+SPARQL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": (
+            "SELECT: W3C SPARQL 1.1 Query Results as JSON (the default, also for "
+            "`application/json` and `*/*`), XML, CSV or TSV; or provkg's "
+            "`{\"columns\", \"rows\"}` (numbers as JSON numbers) on `Accept: "
+            "application/vnd.provkg.rows+json`. ASK: JSON (`{\"head\": {}, \"boolean\": "
+            "...}`), XML, or `{\"boolean\": ...}` as vnd.provkg.rows+json. "
+            "CONSTRUCT / DESCRIBE: Turtle (the default), N-Triples, JSON-LD or RDF/XML."),
+        "content": {
+            "application/sparql-results+json": {"example": {
+                "head": {"vars": ["class", "n"]},
+                "results": {"bindings": [{
+                    "class": {"type": "uri", "value": "http://www.w3.org/ns/prov#Entity"},
+                    "n": {"type": "literal", "value": "42", "datatype": _XSD_INTEGER}}]}}},
+            "application/sparql-results+xml": {"schema": {"type": "string"}, "example": (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<sparql xmlns="http://www.w3.org/2005/sparql-results#">\n'
+                '<head><variable name="class"/><variable name="n"/></head>\n<results>\n'
+                '<result><binding name="class"><uri>http://www.w3.org/ns/prov#Entity</uri>'
+                f'</binding><binding name="n"><literal datatype="{_XSD_INTEGER}">42</literal>'
+                '</binding></result>\n</results>\n</sparql>\n')},
+            "text/csv": {"schema": {"type": "string"},
+                         "example": "class,n\r\nhttp://www.w3.org/ns/prov#Entity,42\r\n"},
+            "text/tab-separated-values": {"schema": {"type": "string"}, "example": (
+                f'?class\t?n\n<http://www.w3.org/ns/prov#Entity>\t"42"^^<{_XSD_INTEGER}>\n')},
+            "application/vnd.provkg.rows+json": {"example": {
+                "columns": ["class", "n"], "rows": [["http://www.w3.org/ns/prov#Entity", 42]]}},
+            "text/turtle": {"schema": {"type": "string"}, "example": (
+                "@prefix prov: <http://www.w3.org/ns/prov#> .\n"
+                "<https://w3id.org/provkg/id/run-1> a prov:Activity .\n")},
+            "application/n-triples": {"schema": {"type": "string"}, "example": (
+                "<https://w3id.org/provkg/id/run-1> "
+                "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+                "<http://www.w3.org/ns/prov#Activity> .\n")},
+            "application/ld+json": {"schema": {"type": "array", "items": {"type": "object"}}},
+            "application/rdf+xml": {"schema": {"type": "string"}},
+        },
+    },
+    **ERROR_RESPONSES,
+    406: _error("the Accept header allows no format this query form can be answered in",
+                "not_acceptable", "this SELECT query can be answered as "
+                "application/sparql-results+json, application/sparql-results+xml, text/csv, "
+                "text/tab-separated-values, application/vnd.provkg.rows+json; the Accept "
+                "header allows none of them"),
 }
 
 

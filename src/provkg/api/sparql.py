@@ -32,7 +32,11 @@ __all__ = ["SparqlAnswer", "SparqlRunner", "embedded_directory"]
 
 @dataclass
 class SparqlAnswer:
-    """One query's answer: ``rows`` for SELECT, ``boolean`` for ASK, ``ntriples`` otherwise."""
+    """One query's answer: ``rows`` for SELECT, ``boolean`` for ASK, ``ntriples`` otherwise.
+
+    The values of ``rows`` keep their RDF term types: SPARQL 1.1 Query Results JSON terms
+    (:func:`provkg.store.base.result_term`), None when unbound, whatever the store.
+    """
 
     form: str
     rows: Rows | None = None
@@ -191,7 +195,7 @@ class SparqlRunner:
 
     def _run_in_process(self, text: str, form: str) -> SparqlAnswer:
         if form == "select":
-            rows = self._store.select(text, timeout=self._timeout)
+            rows = self._store.select_terms(text, timeout=self._timeout)
             if len(rows.rows) > self._max_rows:
                 raise BadParameter(f"the result has more than {self._max_rows} rows (the "
                                    "server's max_rows); add LIMIT or narrow the query")

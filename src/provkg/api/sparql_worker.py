@@ -7,10 +7,15 @@ RocksDB lock held by the serving process does not apply), runs one query, and
 answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
 
     -> {"path": DIR, "query": TEXT, "max_rows": N}
-    <- {"kind": "select", "columns": [...], "rows": [[...]]}
+    <- {"kind": "select", "columns": [...], "rows": [[TERM | null, ...]]}
      | {"kind": "ask", "boolean": true}
      | {"kind": "triples", "ntriples": "..."}
      | {"error": "query_syntax" | "too_many_rows" | "store_error", "message": "..."}
+
+Each TERM keeps its RDF type, as SPARQL 1.1 Query Results JSON writes it
+(``{"type": "literal", "value": "7", "datatype": "...#integer"}``, see
+:func:`provkg.store.base.result_term`): the API serializes them in the format the
+client asked for. CONSTRUCT / DESCRIBE triples come as N-Triples.
 
 Run as ``python -m provkg.api.sparql_worker``.
 """
@@ -23,23 +28,10 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
-from provkg.store.base import ntriples_term, python_value
+from provkg.store.base import ntriples_term
+from provkg.store.oxigraph_store import oxigraph_result_term
 
 __all__ = ["answer", "main"]
-
-_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-
-
-def _value(term: Any) -> object:
-    if term is None:
-        return None
-    if isinstance(term, ox.NamedNode):
-        return python_value("uri", term.value)
-    if isinstance(term, ox.BlankNode):
-        return python_value("bnode", term.value)
-    if isinstance(term, ox.Literal):
-        return python_value("literal", term.value, term.datatype.value)
-    return str(term)  # quoted triples (RDF 1.2)
 
 
 def _nt(term: Any) -> str:
@@ -82,7 +74,7 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
             for solution in result:
                 if len(rows) >= max_rows:
                     return _too_many(max_rows)
-                rows.append([_value(solution[c]) for c in columns])
+                rows.append([oxigraph_result_term(solution[c]) for c in columns])
             return {"kind": "select", "columns": columns, "rows": rows}
         lines = []
         for triple in result:

@@ -23,7 +23,7 @@ from provkg.vocab import XSD
 
 __all__ = [
     "Store", "Rows", "python_value", "ntriples_term", "rdf_file", "rdf_format_of", "syntax_error",
-    "ntriples_bytes", "RDF_FORMATS", "run_with_timeout",
+    "ntriples_bytes", "RDF_FORMATS", "run_with_timeout", "result_term",
 ]
 
 T = TypeVar("T")
@@ -118,6 +118,16 @@ class Store(ABC):
             QueryTimeout: it ran past ``timeout`` seconds.  StoreError: any other failure.
         """
 
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        """Like :meth:`select` (user queries: system graphs hidden), but each value keeps its
+        RDF term type: a SPARQL 1.1 Query Results JSON term (see :func:`result_term`), or
+        None when unbound. The ``/v1/sparql`` endpoint serializes these.
+
+        Raises:
+            NotImplementedError: the backend does not provide typed terms.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not provide typed SELECT terms")
+
     @abstractmethod
     def ask(self, query: str) -> bool:
         """Run a SPARQL ASK over the union of all graphs."""
@@ -189,6 +199,28 @@ def python_value(kind: str, value: str, datatype: str | None = None) -> object:
     if datatype == XSD.boolean:
         return value.strip() in ("true", "1")
     return value
+
+
+_RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+
+def result_term(kind: str, value: str, datatype: str | None = None,
+                language: str | None = None) -> dict[str, str]:
+    """A term as SPARQL 1.1 Query Results JSON writes it, with the value untouched:
+    ``{"type": "uri" | "bnode" | "literal", "value": ...}`` plus ``datatype`` (absent for
+    ``xsd:string``) or ``xml:lang``. ``typed-literal`` (SPARQL 1.0 JSON) reads as ``literal``.
+
+    >>> result_term("literal", "chat", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString", "fr")
+    {'type': 'literal', 'value': 'chat', 'xml:lang': 'fr'}
+    """
+    if kind in ("uri", "bnode"):
+        return {"type": kind, "value": value}
+    term = {"type": "literal", "value": value}
+    if language:
+        term["xml:lang"] = language
+    elif datatype and datatype not in (XSD.string, _RDF_LANG_STRING):
+        term["datatype"] = datatype
+    return term
 
 
 def ntriples_term(kind: str, value: str, datatype: str | None = None,
@@ -264,7 +296,7 @@ def rdf_format_of(path: str | Path, format: str | None = None) -> tuple[str, boo
             return fmt, gzipped
     known = " ".join(e for _, exts in RDF_FORMATS.values() for e in exts)
     raise BadParameter(f"cannot tell the RDF format of {path}: expected an extension among "
-                       f"{known} (optionally .gz), or give the format")
+                       f"{known} (optionally .gz), or give the format (provkg load --format)")
 
 
 def rdf_file(path: str | Path, format: str | None = None) -> tuple[Path, str, bool]:

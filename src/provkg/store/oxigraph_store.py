@@ -25,13 +25,14 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_file,
+    result_term,
     run_with_timeout,
     syntax_error,
 )
 from provkg.store.progress import counting_reader
 from provkg.term import Triple
 
-__all__ = ["OxigraphStore"]
+__all__ = ["OxigraphStore", "oxigraph_result_term"]
 
 #: triples serialized per bulk_load call: large enough to amortize the call, small
 #: enough to keep memory flat for millions of triples
@@ -137,6 +138,16 @@ class OxigraphStore(Store):
 
         return run_with_timeout(run, timeout)
 
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        def run() -> Rows:
+            solutions = self._query(query)
+            if not isinstance(solutions, ox.QuerySolutions):
+                raise StoreError("select_terms() needs a SELECT query")
+            columns = [v.value for v in solutions.variables]
+            return Rows(columns, [[oxigraph_result_term(s[c]) for c in columns] for s in solutions])
+
+        return run_with_timeout(run, timeout)
+
     def ask(self, query: str) -> bool:
         answer = self._query(query)
         if not isinstance(answer, ox.QueryBoolean):
@@ -201,6 +212,25 @@ def _python(term: object) -> object:
     if isinstance(term, ox.BlankNode):
         return python_value("bnode", term.value)
     return term.value  # type: ignore[attr-defined]
+
+
+def oxigraph_result_term(term: object) -> dict[str, object] | None:
+    """A pyoxigraph term as a SPARQL 1.1 Query Results JSON term (None stays None); a
+    quoted triple (RDF 1.2) as ``{"type": "triple", "value": {"subject": ..., ...}}``."""
+    if term is None:
+        return None
+    if isinstance(term, ox.NamedNode):
+        return result_term("uri", term.value)
+    if isinstance(term, ox.BlankNode):
+        return result_term("bnode", term.value)
+    if isinstance(term, ox.Literal):
+        return result_term("literal", term.value, term.datatype.value, term.language)
+    if isinstance(term, ox.Triple):
+        return {"type": "triple", "value": {
+            "subject": oxigraph_result_term(term.subject),
+            "predicate": oxigraph_result_term(term.predicate),
+            "object": oxigraph_result_term(term.object)}}
+    return result_term("literal", str(term))
 
 
 def _nt(term: object) -> str:

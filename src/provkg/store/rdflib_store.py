@@ -31,6 +31,7 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_file,
+    result_term,
     run_with_timeout,
     syntax_error,
 )
@@ -133,6 +134,17 @@ class RdflibStore(Store):
 
         return run_with_timeout(run, timeout)
 
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        def run() -> Rows:
+            result = self._query(query)
+            if result.type != "SELECT":
+                raise StoreError("select_terms() needs a SELECT query")
+            columns = [str(v) for v in result.vars or []]
+            with _rdflib_call():
+                return Rows(columns, [[_result_term(v) for v in row] for row in result])
+
+        return run_with_timeout(run, timeout)
+
     def ask(self, query: str) -> bool:
         result = self._query(query)
         if result.type != "ASK":
@@ -229,6 +241,17 @@ def _python(term: object) -> object:
     if isinstance(term, BNode):
         return python_value("bnode", str(term))
     return str(term)
+
+
+def _result_term(term: object) -> dict[str, str] | None:
+    if term is None:
+        return None
+    if isinstance(term, Literal):
+        return result_term("literal", str(term), str(term.datatype) if term.datatype else None,
+                           term.language)
+    if isinstance(term, BNode):
+        return result_term("bnode", str(term))
+    return result_term("uri", str(term))
 
 
 def _nt(term: object) -> str:

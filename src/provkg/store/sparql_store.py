@@ -45,8 +45,10 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_file,
+    result_term,
     syntax_error,
 )
+from provkg.store.oxigraph_store import oxigraph_result_term
 from provkg.store.progress import counting_reader
 from provkg.term import Triple, is_valid_iri
 
@@ -212,17 +214,26 @@ class SparqlStore(Store):
 
     def select(self, query: str, *, timeout: float | None = None,
                hide_system_graphs: bool = True) -> Rows:
+        return self._select(query, timeout=timeout, hide_system_graphs=hide_system_graphs,
+                            typed=False)
+
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        return self._select(query, timeout=timeout, hide_system_graphs=True, typed=True)
+
+    def _select(self, query: str, *, timeout: float | None, hide_system_graphs: bool,
+                typed: bool) -> Rows:
         text = self._with_preamble(query) if hide_system_graphs else query
         if self.endpoint.turtle_results:
             answer = self._request(text, timeout=timeout, accept="text/turtle")
             if not isinstance(answer, tuple) or b"ResultSet" not in answer[0]:
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
-            return _rows_from_turtle(answer[0])
+            return _rows_from_turtle(answer[0], oxigraph_result_term if typed else _python_term)
         answer = self._request(text, timeout=timeout)
         if not isinstance(answer, dict) or "results" not in answer:
             raise StoreError("select() needs a SELECT query; use ask() or construct()")
         columns = list(answer.get("head", {}).get("vars", []))
-        rows = [[_python(b.get(c)) for c in columns] for b in answer["results"]["bindings"]]
+        convert = _json_term if typed else _python
+        rows = [[convert(b.get(c)) for c in columns] for b in answer["results"]["bindings"]]
         return Rows(columns, rows)
 
     def ask(self, query: str) -> bool:
@@ -432,9 +443,11 @@ def _error_text(body: str, sent: str) -> str:
 _RES = "http://www.w3.org/2005/sparql-results#"
 
 
-def _rows_from_turtle(data: bytes) -> Rows:
+def _rows_from_turtle(data: bytes, convert: Callable[[Any], object] | None = None) -> Rows:
     """Rows from a SELECT answer in Turtle (the DAWG ``res:ResultSet`` vocabulary), in
-    document order. Virtuoso writes doubles there with enough digits to be exact."""
+    document order. Virtuoso writes doubles there with enough digits to be exact.
+    ``convert`` turns each pyoxigraph term into a value (default: plain Python)."""
+    convert = convert or _python_term
     columns: list[str] = []
     solutions: dict[object, dict[str, object]] = {}
     bindings: dict[object, list[object]] = {}  # binding node -> [variable, value]
@@ -455,7 +468,7 @@ def _rows_from_turtle(data: bytes) -> Rows:
         raise StoreError(f"the endpoint answered SELECT with bad Turtle: {exc}") from exc
     for variable, value, *owners in bindings.values():
         for owner in owners:
-            solutions.setdefault(owner, {})[str(variable)] = _python_term(value)
+            solutions.setdefault(owner, {})[str(variable)] = None if value is None else convert(value)
     return Rows(columns, [[row.get(c) for c in columns] for row in solutions.values()])
 
 
@@ -474,6 +487,17 @@ def _python(binding: dict[str, str] | None) -> object:
         return None
     kind = "literal" if binding["type"] in ("literal", "typed-literal") else binding["type"]
     return python_value(kind, binding["value"], binding.get("datatype"))
+
+
+def _json_term(binding: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An endpoint's SPARQL JSON term, normalized (``typed-literal``, ``xsd:string``)."""
+    if binding is None:
+        return None
+    kind = binding.get("type")
+    if kind == "triple" and isinstance(binding.get("value"), dict):
+        return {"type": "triple", "value": {k: _json_term(v) for k, v in binding["value"].items()}}
+    kind = "literal" if kind in ("literal", "typed-literal") else str(kind)
+    return result_term(kind, binding["value"], binding.get("datatype"), binding.get("xml:lang"))
 
 
 def _nt(term: Any) -> str:

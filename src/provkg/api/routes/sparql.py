@@ -4,8 +4,23 @@ The query comes as the ``query`` URL parameter (GET), a form field (POST
 ``application/x-www-form-urlencoded``) or the whole body (POST
 ``application/sparql-query``). It is parsed and refused if it is an update or
 calls an endpoint not allowed with ``SERVICE``, then run with a time limit and a
-row cap. SELECT answers ``{"columns": [...], "rows": [...]}`` (CSV on ``Accept:
-text/csv``), ASK answers ``{"boolean": ...}``, CONSTRUCT / DESCRIBE answer N-Triples.
+row cap.
+
+The answer's format is negotiated with the Accept header (q-values honoured; no
+Accept or ``*/*`` gets the first of each list):
+
+- SELECT: ``application/sparql-results+json`` (also for ``application/json``),
+  ``application/sparql-results+xml`` (also ``application/xml``, ``text/xml``),
+  ``text/csv``, ``text/tab-separated-values`` (the W3C SPARQL 1.1 result formats,
+  term types kept), or provkg's own ``{"columns": [...], "rows": [[...]]}`` with
+  numbers as JSON numbers, on ``Accept: application/vnd.provkg.rows+json`` only;
+- ASK: ``application/sparql-results+json`` (``{"head": {}, "boolean": ...}``),
+  ``application/sparql-results+xml``, or ``{"boolean": ...}`` as
+  ``application/vnd.provkg.rows+json`` (CSV and TSV define no boolean form);
+- CONSTRUCT / DESCRIBE: ``text/turtle``, ``application/n-triples``,
+  ``application/ld+json``, ``application/rdf+xml``.
+
+An Accept header that allows none of a form's formats gets 406 naming them.
 """
 
 from __future__ import annotations
@@ -14,21 +29,17 @@ from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from provkg.api.body import read_body
-from provkg.api.errors import BadRequest, UnsupportedMediaType
-from provkg.api.openapi import ERROR_RESPONSES
-from provkg.api.render import rows_response
+from provkg.api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+from provkg.api.openapi import SPARQL_RESPONSES
+from provkg.api.render import SPARQL_FORMATS, sparql_format, sparql_response
 from provkg.api.sparql_guard import MAX_QUERY_CHARS, check_query
 
 router = APIRouter(tags=["sparql"])
 
 _EXAMPLE = "SELECT ?class (COUNT(?x) AS ?n) WHERE { ?x a ?class } GROUP BY ?class ORDER BY DESC(?n) LIMIT 10"
-_RESPONSES = {200: {"content": {
-    "application/json": {"example": {"columns": ["class", "n"],
-                                     "rows": [["http://www.w3.org/ns/prov#Entity", 42]]}},
-    "text/csv": {}, "application/n-triples": {}}}, **ERROR_RESPONSES}
 _UNSUPPORTED = ("default-graph-uri", "named-graph-uri")
 #: what fits a request line (uvicorn's h11 refuses larger heads): longer queries are POSTed
 _GET_QUERY_CHARS = 4000
@@ -44,20 +55,32 @@ def _pick_query(pairs: list[tuple[str, str]]) -> str:
     return queries[0]
 
 
+def _media(request: Request, form: str) -> str:
+    accept = ", ".join(request.headers.getlist("accept"))
+    media = sparql_format(accept or None, form)
+    if media is None:
+        raise NotAcceptable(f"this {form.upper()} query can be answered as "
+                            f"{', '.join(SPARQL_FORMATS[form])}; the Accept header allows "
+                            "none of them")
+    return media
+
+
 async def _answer(request: Request, text: str) -> Response:
     service = request.app.state.service
     guarded = await run_in_threadpool(
         check_query, text, allowed_service_endpoints=service.settings.allowed_service_endpoints)
+    media = _media(request, guarded.form)  # before the work: a 406 costs nothing
     answer = await run_in_threadpool(service.sparql.run, guarded.text, guarded.form)
     if answer.rows is not None:
-        return rows_response(request, answer.rows)
+        return await run_in_threadpool(sparql_response, media, columns=answer.rows.columns,
+                                       rows=answer.rows.rows)
     if answer.boolean is not None:
-        return JSONResponse({"boolean": answer.boolean})
-    return Response(answer.ntriples, media_type="application/n-triples")
+        return sparql_response(media, boolean=answer.boolean)
+    return await run_in_threadpool(sparql_response, media, ntriples=answer.ntriples)
 
 
 @router.get("/v1/sparql", summary="Read-only SPARQL (query in the URL)", response_class=Response,
-            responses=_RESPONSES,
+            responses=SPARQL_RESPONSES,
             openapi_extra={"parameters": [{"name": "query", "in": "query", "required": True,
                                            "schema": {"type": "string", "maxLength": _GET_QUERY_CHARS},
                                            "example": _EXAMPLE}]})
@@ -67,7 +90,7 @@ async def sparql_get(request: Request) -> Response:
 
 @router.post(
     "/v1/sparql", summary="Read-only SPARQL (query in the body)", response_class=Response,
-    responses=_RESPONSES,
+    responses=SPARQL_RESPONSES,
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/sparql-query": {"schema": {"type": "string"}, "example": _EXAMPLE},
         "application/x-www-form-urlencoded": {
