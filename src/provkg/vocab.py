@@ -265,6 +265,8 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     pendingRun: str
     pendingEvent: str
     pendingParent: str
+    # the spec a prospective workflow was registered from, so every later session uses it
+    specDocument: str
     # section summaries (spec `granularity: summary`)
     SectionSummary: str
     MeasureSummary: str

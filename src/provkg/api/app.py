@@ -94,13 +94,16 @@ def open_service(settings: Settings) -> Service:
 
     store = open_store(settings.store)
     try:
+        from provkg.service.ingest import register_spec, spec_document, stored_specs
+
         specs = SpecRegistry(settings.queue_dir)
         saved = specs.load()
-        if saved:
-            from provkg.service.ingest import register_spec
-
-            for spec in saved:  # idempotent: the store may be new
-                register_spec(store, spec, schema=settings.ingest_schema)
+        for spec in saved:  # idempotent: the store may be new
+            register_spec(store, spec, schema=settings.ingest_schema)
+        known = {s.workflow for s in saved}
+        for spec in stored_specs(store):  # registered by `provkg ingest --spec` meanwhile
+            if spec.workflow not in known:
+                specs.add(spec_document(spec))
         queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
                             fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
         queue.start()

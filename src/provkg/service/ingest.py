@@ -17,6 +17,8 @@ event arrives; a spec registered after its events re-types what was stored plain
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import queue
 import sys
 import threading
@@ -28,15 +30,17 @@ from typing import Any
 
 import orjson
 
-from provkg.errors import MappingError
+from provkg.errors import BadSpec, MappingError
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec
 from provkg.mapper.terms import PK, PL, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
-from provkg.spec import Spec, load_spec
+from provkg.spec import Spec, load_spec, parse_spec
 from provkg.store import Store, open_store
-from provkg.term import Triple, id_from_iri, literal
-from provkg.vocab import DEFAULT_BASE
+from provkg.term import Triple, id_from_iri, iri, literal, mint_iri
+from provkg.vocab import DEFAULT_BASE, RDF
+
+log = logging.getLogger("provkg.ingest")
 
 __all__ = [
     "IngestReport",
@@ -50,6 +54,8 @@ __all__ = [
     "ingest_paths",
     "link_value",
     "register_spec",
+    "spec_document",
+    "stored_specs",
 ]
 
 
@@ -84,7 +90,35 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     n = store.add(map_spec(spec, schema=schema, base=base))
     if schema == "typed":
         store.update(_retype_update(spec, base=base))
-    return n
+    # the spec itself, for later sessions that are not given it (stored_specs)
+    wf = iri(mint_iri("spec", spec.workflow, base=base))
+    document = literal(spec_document(spec), RDF.JSON)
+    store.update(f"DELETE {{ {wf} {PK.specDocument} ?d }} WHERE {{ {wf} {PK.specDocument} ?d "
+                 f"FILTER(!sameTerm(?d, {document})) }}")
+    return n + store.add([(wf, PK.specDocument, document)])
+
+
+def spec_document(spec: Spec) -> str:
+    """``spec`` as JSON text that :func:`provkg.spec.parse_spec` reads back to the same spec."""
+    return json.dumps(spec.model_dump(mode="json", exclude_none=True), sort_keys=True,
+                      ensure_ascii=False)
+
+
+def stored_specs(store: Store) -> list[Spec]:
+    """The specs workflows in ``store`` were registered from (``provkg:specDocument``), so a
+    session not given them (``provkg ingest`` without ``--spec``, a server started on a store
+    the command line filled) still maps their events. A document that no longer validates
+    (written by another provkg version) is skipped with a warning."""
+    rows = store.select(f"SELECT ?wf ?d WHERE {{ ?wf {PK.specDocument} ?d }}",
+                        hide_system_graphs=False)
+    out = []
+    for wf, document in rows.rows:
+        try:
+            out.append(parse_spec(document if isinstance(document, str) else json.dumps(document),
+                                  source=f"the spec stored for {wf}"))
+        except BadSpec as exc:
+            log.warning("skipping the spec stored for %s: %s", wf, exc)
+    return out
 
 
 def _retype_update(spec: Spec, *, base: str) -> str:
@@ -461,8 +495,10 @@ class StoreSink:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """``provkg ingest FILE|DIR... --spec S --schema typed|tagged|sprov``."""
-    specs = [load_spec(s) for s in args.spec]
+    given = [load_spec(s) for s in args.spec]
     with open_store(args.store) as store:
+        # specs registered by earlier sessions (or the server), replaced by those given here
+        specs = {s.workflow: s for s in [*stored_specs(store), *given]}
         report = ingest_paths(store, args.paths, specs=specs, schema=args.schema,
                               progress=sys.stderr.isatty())
     for w in report.warnings:

@@ -1,0 +1,60 @@
+"""A spec registered once is used by every later session on the same store: `provkg ingest`
+without `--spec` (found by black-box testing: its events were stored as plain PROVLake) and a
+server started on a store the command line filled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyoxigraph as ox
+from api_support import ApiServer
+
+from provkg.cli import main
+from provkg.service.ingest import register_spec, stored_specs
+from provkg.spec import load_spec, parse_spec
+from provkg.store import open_store
+
+GOLDEN = Path(__file__).parent / "golden"
+SPEC = GOLDEN / "lifecycle.spec.yaml"
+EVENTS = (GOLDEN / "lifecycle.events.jsonl").read_text().splitlines(keepends=True)
+
+
+def _triples(directory: Path) -> set[str]:
+    store = ox.Store.read_only(str(directory))
+    return {str(q.triple) for q in store}
+
+
+def test_a_later_ingest_without_spec_uses_the_stored_one(tmp_path: Path, capsys) -> None:
+    day1, day2 = tmp_path / "day1.jsonl", tmp_path / "day2.jsonl"
+    day1.write_text("".join(EVENTS[:9]))
+    day2.write_text("".join(EVENTS[9:]))
+    split, whole = tmp_path / "split", tmp_path / "whole"
+    assert main(["ingest", str(day1), "--spec", str(SPEC), "--store", f"oxigraph:{split}"]) == 0
+    assert main(["ingest", str(day2), "--store", f"oxigraph:{split}"]) == 0
+    assert "has no spec" not in capsys.readouterr().err
+    both = tmp_path / "both.jsonl"
+    both.write_text("".join(EVENTS))
+    assert main(["ingest", str(both), "--spec", str(SPEC), "--store", f"oxigraph:{whole}"]) == 0
+    assert _triples(split) == _triples(whole)
+
+
+def test_a_changed_spec_replaces_the_stored_document() -> None:
+    spec = load_spec(SPEC)
+    changed = parse_spec(SPEC.read_text().replace("phase: learning", "phase: preparation"))
+    with open_store("memory:") as store:
+        register_spec(store, spec)
+        register_spec(store, spec)  # idempotent
+        assert stored_specs(store) == [spec]
+        register_spec(store, changed)
+        assert stored_specs(store) == [changed]
+
+
+def test_a_server_on_a_store_the_cli_filled_knows_its_specs(tmp_path: Path) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text("".join(EVENTS[:3]))
+    assert main(["ingest", str(events), "--spec", str(SPEC),
+                 "--store", f"oxigraph:{tmp_path / 'srv' / 'store'}"]) == 0
+    with ApiServer(tmp_path / "srv") as server:
+        listed = server.http.get("/v1/specs").json()
+        names = [s["workflow"] for s in (listed["specs"] if isinstance(listed, dict) else listed)]
+        assert names == [load_spec(SPEC).workflow]
