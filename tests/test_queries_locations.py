@@ -117,3 +117,27 @@ def test_s1_lineage_from_a_location(sprov_loaded):
     assert (mint_iri("value", "model-A"), mint_iri("value", "data-1")) in a
     assert (mint_iri("value", "model-B"), mint_iri("value", "data-2")) in b
     assert edges(MODEL_A) == a | b
+
+
+def test_a_section_that_waited_for_its_sibling_is_not_its_child(embedded_store):
+    """Epoch 1 declares it waited for epoch 0 (found by black-box testing: q4 then counted
+    epoch 1 as one more batch of epoch 0, with epoch 1's duration)."""
+    spec = parse_spec(SPEC)
+    events = _run("run-d", "data-d", "model-D", "file:///models/d.pt", 1_700_000_000.0)
+    tr, t0 = "run-d/training", 1_700_000_040.0
+    e1 = f"{tr}/e1"
+    events += [{"type": "task", "event": "begin", "id": e1, "time": t0, "workflow_id": "run-d",
+                "transformation": "epoch", "parent": tr, "index": 1, "dependencies": [f"{tr}/e0"]}]
+    for b in range(2):
+        bid = f"{e1}/b{b}"
+        events += [{"type": "task", "event": "begin", "id": bid, "time": t0 + b, "workflow_id": "run-d",
+                    "transformation": "batch", "parent": e1, "index": b},
+                   {"type": "task", "event": "end", "id": bid, "time": t0 + b + 0.5,
+                    "workflow_id": "run-d", "transformation": "batch", "status": "finished"}]
+    events.append({"type": "task", "event": "end", "id": e1, "time": t0 + 3, "workflow_id": "run-d",
+                   "transformation": "epoch", "status": "finished"})
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(embedded_store, "q4", {"dataset": "data-d"}).rows
+    assert [r[1:] for r in rows] == [[0, 2, 3.0, 2.0, 4.0], [1, 2, 0.5, 0.5, 0.5]]
+    d3 = run_query(embedded_store, "d3", {"training": tr}).rows
+    assert [r[:2] for r in d3] == [[0, 29.0], [1, 3.0]]

@@ -252,6 +252,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     AdaptationExecution: str
     LinkAssertion: str          # a domain link added after the fact (`provkg link`)
     index: str                  # position of a section in its parent (epoch / batch number)
+    dependsOn: str              # a section waited for another (sub-property of prov:wasInformedBy)
     status: str                 # "finished" | "failed"
     message: str                # failure message
     host: str

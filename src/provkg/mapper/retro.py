@@ -98,8 +98,12 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
         append((t, PL.isPartOf, mint.run(e["workflow_id"])))
     deps = get("dependencies")
     if deps:
+        # a section's parent is its prov:wasInformedBy (as in the paper's graphs), and the
+        # queries walk stage -> epoch -> batch by it: a dependency between sections (epoch 2
+        # waited for epoch 1) must not look like one more child, so it gets a sub-property
+        dep = PK.dependsOn if tt.kind == "section" else _INFORMED_BY
         for d in deps:
-            append((t, _INFORMED_BY, mint.task(d)))
+            append((t, dep, mint.task(d)))
     index = get("index")
     if index is not None:
         append((t, _INDEX, _INTEGER.format(index) if type(index) is int else literal(index)))
