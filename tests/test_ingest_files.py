@@ -96,6 +96,66 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path) -> None:
             ingest_paths(store, [tmp_path / "empty"], progress=False)
 
 
+def test_a_complete_bad_last_line_is_an_error_only_a_line_without_newline_is_torn(tmp_path: Path) -> None:
+    events = lifecycle_events(trainings=1)
+    nan_event = json.dumps(dict(events[1], used=[{"name": "loss", "value": float("nan")}]))
+    cases = {  # the last line ends with a newline: complete, so a real error with file:line:field
+        "nan_last.jsonl": (_jsonl(events[:3]) + nan_event.encode() + b"\n",
+                           r"nan_last\.jsonl:4: used\[0\]\.value: NaN is not JSON"),
+        "broken_last.jsonl": (_jsonl(events[:3]) + b'{"type": "ta\n', r"broken_last\.jsonl:4: not JSON"),
+        "crlf_last.jsonl": (_jsonl(events[:3]) + b'{"type": "ta\r\n', r"crlf_last\.jsonl:4: not JSON"),
+        "nan_mid.jsonl": (_jsonl(events[:2]) + nan_event.encode() + b"\n" + _jsonl(events[2:]),
+                          r"nan_mid\.jsonl:3: used\[0\]\.value: NaN"),
+        "inf_time.jsonl.gz": (gzip.compress(_jsonl(events[:1]) + b'{"type": "task", "time": 1e400}\n'),
+                              r"inf_time\.jsonl\.gz:2: time: a number too large"),
+        "ms_time.jsonl": (_jsonl(events[:1] + [dict(events[1], time=1.7e12)]), r"ms_time\.jsonl:2: time: .*milliseconds"),
+    }
+    for name, (data, error) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with open_store("memory:") as store, pytest.raises(BadEvent, match=error):
+            ingest_paths(store, [tmp_path / name], progress=False)
+    # no newline at the end: the writer stopped mid-line, the line is skipped with a warning
+    (tmp_path / "torn.jsonl").write_bytes(_jsonl(events) + b'{"type": "ta')
+    with open_store("memory:") as store:
+        report = ingest_paths(store, [tmp_path / "torn.jsonl"], specs=[lifecycle_spec()], progress=False)
+        assert report.events == len(events)
+        assert len(report.warnings) == 1 and f"torn.jsonl:{len(events) + 1}: " in report.warnings[0]
+    # but a NaN is never a torn write, newline or not
+    (tmp_path / "nan_no_newline.jsonl").write_bytes(_jsonl(events[:3]) + nan_event.encode())
+    with open_store("memory:") as store, pytest.raises(BadEvent, match=r":4: used\[0\]\.value: NaN"):
+        ingest_paths(store, [tmp_path / "nan_no_newline.jsonl"], progress=False)
+
+
+def test_a_bom_at_the_start_of_a_file_is_skipped(tmp_path: Path) -> None:
+    events = lifecycle_events(trainings=1)
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + _jsonl(events))
+    (tmp_path / "bom.jsonl.gz").write_bytes(gzip.compress(b"\xef\xbb\xbf" + _jsonl(events)))
+    for name in ("bom.jsonl", "bom.jsonl.gz"):
+        with open_store("memory:") as store:
+            report = ingest_paths(store, [tmp_path / name], specs=[lifecycle_spec()], progress=False)
+            assert (report.events, report.warnings) == (len(events), [])
+            assert store.count() == _reference_count(events)
+    # elsewhere it is not JSON (two files concatenated with cat, say): named like any bad line
+    (tmp_path / "bom_mid.jsonl").write_bytes(_jsonl(events[:2]) + b"\xef\xbb\xbf" + _jsonl(events[2:]))
+    with open_store("memory:") as store, pytest.raises(BadEvent, match=r"bom_mid\.jsonl:3: not JSON"):
+        ingest_paths(store, [tmp_path / "bom_mid.jsonl"], progress=False)
+
+
+def test_integers_beyond_64_bits_in_files_are_kept_exact(tmp_path: Path) -> None:
+    events = lifecycle_events(trainings=1)
+    big = dict(events[1], generated=[{"name": "seed", "value": 10**30}])
+    (tmp_path / "big.jsonl").write_bytes(_jsonl(events[:1]) + json.dumps(big).encode() + b"\n")
+    from provkg.service.event_files import read_events
+    for validate in (True, False):
+        [chunk] = list(read_events(tmp_path / "big.jsonl", validate=validate))
+        assert chunk[1]["generated"][0]["value"] == 10**30
+        assert type(chunk[1]["generated"][0]["value"]) is int
+    with open_store("memory:") as store:
+        ingest_paths(store, [tmp_path / "big.jsonl"], progress=False)
+        rows = store.select(PREFIX + "SELECT ?v WHERE { ?x prov:value ?v }").rows
+        assert [10**30] in rows, rows  # xsd:integer, not a rounded xsd:double
+
+
 def test_cli_ingest_link_and_check_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "ev.jsonl").write_bytes(_jsonl(lifecycle_events(trainings=1)))
     (tmp_path / "spec.yaml").write_text(SPEC_YAML)

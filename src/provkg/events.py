@@ -5,24 +5,36 @@ per line (JSONL). Unknown fields are refused, and every error names the JSON
 path of the bad field (``events[3].used[0].value``) without echoing the
 submitted value. This module imports no RDF, store or web package: the
 capture library depends on it.
+
+One JSON rule for every transport (HTTP body, MQTT message, JSONL line, the
+server's queue worker), :func:`load_json`: strict JSON as orjson reads it -- no
+``NaN`` / ``Infinity`` / ``-Infinity``, no number overflowing a double, no lone
+surrogate -- with integers kept exact. A UTF-8 BOM is skipped at the start of a
+document only (:func:`strip_bom`). The validator refuses non-finite numbers from
+Python objects too, and times outside ``0 .. MAX_TIME`` (``xsd:dateTime`` stops at
+the end of year 9999), which the store could not keep.
+
+Integers beyond 64 bits are valid events and stay exact on every path (the server's
+queue worker decodes with :func:`load_json` too).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Annotated, Any, Literal, Union
 
+import orjson
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
     StrictStr,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -31,7 +43,8 @@ from provkg.errors import BadEvent
 from provkg.term import is_valid_iri
 
 __all__ = [
-    "FORMAT", "MAX_VALUE_DEPTH", "Value", "WorkflowEvent", "TaskEvent", "Event", "Batch",
+    "FORMAT", "MAX_VALUE_DEPTH", "MAX_TIME", "NotJson", "Value",
+    "WorkflowEvent", "TaskEvent", "Event", "Batch", "load_json", "strip_bom",
     "parse_batch", "parse_event", "parse_events_jsonl", "event_schema", "batch_schema",
     "default_value_id", "value_id",
 ]
@@ -39,29 +52,163 @@ __all__ = [
 FORMAT = "provkg.events/1"
 #: nesting depth allowed inside a value's list (deeper input is refused)
 MAX_VALUE_DEPTH = 8
+#: times must be below this: 10000-01-01T00:00:00Z, past the last instant xsd:dateTime writes
+MAX_TIME = 253402300800
 
-Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]
+_NON_FINITE = ("is not JSON (Python's json.dumps writes it unless allow_nan=False): send a "
+               'non-finite number as the string "NaN", "Infinity" or "-Infinity", or as null')
+_OVERFLOW = ("a number too large for a double (beyond about 1.8e308) is refused: send it as a "
+             "string, or as null")
+_HUGE_INT = "an integer with more than 4000 digits is refused: send it as a string"
+_SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
+
+
+def _list_schema(depth: int) -> dict[str, Any]:
+    items = _SCALAR_SCHEMA if depth == 1 else {"anyOf": [_SCALAR_SCHEMA, _list_schema(depth - 1)]}
+    return {"type": "array", "items": items}
+
+
+_VALUE_SCHEMA: dict[str, Any] = {
+    "anyOf": [_SCALAR_SCHEMA, _list_schema(MAX_VALUE_DEPTH)],
+    "default": None,
+    "description": ("A JSON scalar, a list of scalars and lists (nested at most "
+                    f"{MAX_VALUE_DEPTH} deep; no objects), or null. Numbers are finite (send "
+                    'NaN / Infinity as the strings "NaN" / "Infinity" / "-Infinity"); '
+                    "integers are kept exact, however large (up to 4000 digits)."),
+}
+_ENV_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "object", "additionalProperties": {"anyOf": [
+        _SCALAR_SCHEMA, {"type": "array", "items": _SCALAR_SCHEMA},
+        {"type": "object", "additionalProperties": _SCALAR_SCHEMA}]}}, {"type": "null"}],
+    "default": None,
+    "description": "host, pid, cluster, job id, software versions: scalars, lists of scalars, "
+                   "or one level of objects of scalars",
+}
+_TIME_SCHEMA: dict[str, Any] = {
+    "type": "number", "minimum": 0, "exclusiveMaximum": MAX_TIME,
+    "description": "seconds since the epoch (UTC), fractions allowed; below 253402300800 (the "
+                   "end of year 9999): milliseconds (JavaScript's Date.now()) are refused",
+}
+_INDEX_SCHEMA: dict[str, Any] = {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+
+
+def _scalar_problem(v: Any) -> str | None:
+    """Why ``v`` is not a scalar an event may carry (None if it is one)."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return None
+    if isinstance(v, float):
+        return None if math.isfinite(v) else "NaN / Infinity " + _NON_FINITE
+    return "must be a JSON scalar (string, number, boolean) or null"
+
+
+def _too_deep(v: list[Any], limit: int) -> bool:
+    """Does the list nest more than ``limit`` deep (looking no deeper than that)?"""
+    level = [x for x in v if isinstance(x, list)]
+    for _ in range(limit):
+        if not level:
+            return False
+        level = [y for x in level for y in x if isinstance(y, list)]
+    return bool(level)
+
+
+def _list_problem(v: list[Any], at: str) -> str | None:
+    for i, x in enumerate(v):
+        if isinstance(x, list):
+            problem = _list_problem(x, f"{at}[{i}]")
+            if problem:
+                return problem
+        elif x is not None and not isinstance(x, (bool, int, float, str)):
+            return (f"item {at}[{i}]: list items must be JSON scalars, lists or null "
+                    "(objects are not values)")
+        else:
+            problem = _scalar_problem(x)
+            if problem:
+                return f"item {at}[{i}]: {problem}"
+    return None
+
+
+def _check_value(v: Any) -> Any:
+    if isinstance(v, list):
+        if _too_deep(v, MAX_VALUE_DEPTH - 1):
+            raise ValueError(f"lists may nest at most {MAX_VALUE_DEPTH} deep")
+        problem = _list_problem(v, "")
+    elif isinstance(v, dict):
+        problem = ("objects are not values: send a JSON scalar, a list or null (a record as "
+                   "several values, or data by reference with location)")
+    else:
+        problem = _scalar_problem(v)
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+def _check_environment(env: dict[str, Any]) -> dict[str, Any]:
+    for key, v in env.items():
+        if isinstance(v, list):
+            problem = next((f"item [{i}]: {p}" for i, x in enumerate(v)
+                            if (p := _scalar_problem(x))), None)
+        elif isinstance(v, dict):
+            problem = next((f"{k!r}: {p}" if isinstance(k, str) else "keys must be strings"
+                            for k, x in v.items()
+                            if not isinstance(k, str) or (p := _scalar_problem(x))), None)
+        else:
+            problem = _scalar_problem(v)
+        if problem:
+            raise ValueError(f"{key[:64]!r}: {problem}")
+    return env
+
+
+def _check_int(v: Any) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError("must be an integer")  # noqa: TRY004 (pydantic reports ValueErrors)
+    return v
+
+
+def _time_hint(t: float) -> str:
+    for factor, unit, source in ((1e3, "milliseconds", "JavaScript's Date.now()"),
+                                 (1e6, "microseconds", ""),
+                                 (1e9, "nanoseconds", "Python's time.time_ns()")):
+        if t < MAX_TIME * factor:
+            return (f"; this looks like {unit} since the epoch"
+                    f"{f' ({source})' if source else ''}: divide by {factor:.0f}")
+    return ""
+
+
+def _check_time(t: Any) -> Any:
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise ValueError("must be a number: seconds since the epoch (UTC)")  # noqa: TRY004
+    if isinstance(t, float) and not math.isfinite(t):
+        raise ValueError("must be a finite number of seconds since the epoch (UTC): NaN / "
+                         "Infinity " + _NON_FINITE)
+    if t < 0:
+        raise ValueError("must be seconds since the epoch (UTC), 0 or more")
+    if t >= MAX_TIME:
+        raise ValueError(f"must be seconds since the epoch (UTC) below {MAX_TIME} (the end of "
+                         "year 9999, the last time xsd:dateTime can write)" + _time_hint(t))
+    return t
+
+
 Id = Annotated[StrictStr, Field(min_length=1, max_length=1024)]
 Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
 Uri = Annotated[StrictStr, Field(min_length=1, max_length=4096, pattern=r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*$")]
-Seconds = Annotated[Union[StrictInt, StrictFloat], Field(ge=0)]
-
-
-def _depth(v: Any) -> int:
-    if isinstance(v, list):
-        return 1 + max((_depth(x) for x in v), default=0)
-    return 0
+Seconds = Annotated[Any, AfterValidator(_check_time), WithJsonSchema(_TIME_SCHEMA)]
+JsonValue = Annotated[Any, AfterValidator(_check_value), WithJsonSchema(_VALUE_SCHEMA)]
+Index = Annotated[Any, AfterValidator(_check_int), WithJsonSchema(_INDEX_SCHEMA)]
+Environment = Annotated[dict[StrictStr, Any], AfterValidator(_check_environment)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True,
+                              allow_inf_nan=False)
 
 
 class Value(_Model):
     """One used or generated value: a scalar, a list, null, or data by reference."""
 
     name: Name
-    value: Union[Scalar, list[Any]] = None
+    value: JsonValue = None
     id: Id | None = None
     location: Uri | None = None
     domain: Uri | None = None
@@ -76,23 +223,6 @@ class Value(_Model):
                              "% only as %XX, a numeric port)")
         return v
 
-    @field_validator("value")
-    @classmethod
-    def _plain_json(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            if _depth(v) > MAX_VALUE_DEPTH:
-                raise ValueError(f"lists may nest at most {MAX_VALUE_DEPTH} deep")
-            _check_json_list(v)
-        return v
-
-
-def _check_json_list(v: list[Any]) -> None:
-    for x in v:
-        if isinstance(x, list):
-            _check_json_list(x)
-        elif not (x is None or isinstance(x, (bool, int, float, str))):
-            raise ValueError("list items must be JSON scalars, lists or null (objects are not values)")
-
 
 class _EventBase(_Model):
     event: Literal["begin", "end"]
@@ -103,7 +233,7 @@ class _EventBase(_Model):
     used: list[Value] = Field(default_factory=list)
     generated: list[Value] = Field(default_factory=list)
     agent: Name | None = None
-    environment: dict[StrictStr, Union[Scalar, list[Scalar], dict[StrictStr, Scalar]]] | None = None
+    environment: Annotated[Environment | None, WithJsonSchema(_ENV_SCHEMA)] = None
 
     @model_validator(mode="after")
     def _status_only_on_end(self) -> _EventBase:
@@ -126,7 +256,7 @@ class TaskEvent(_EventBase):
     workflow_id: Id
     transformation: Name
     parent: Id | None = None
-    index: StrictInt | None = None
+    index: Index = None
     dependencies: list[Id] | None = None
 
 
@@ -181,7 +311,7 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
     by_path: dict[str, list[str]] = {}
     for err in exc.errors(include_input=False, include_url=False):
         msgs = by_path.setdefault(_path(tuple(err["loc"])), [])
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":  # pydantic's text echoes the submitted tag
             msg = "'type' must be 'workflow' or 'task'"
         if msg not in msgs:
@@ -195,38 +325,156 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
     return BadEvent("; ".join(lines[:20]) + more)
 
 
+class NotJson(BadEvent):
+    """The text is not JSON by the events' rule (:func:`load_json`): malformed or truncated.
+    ``reason`` is the parser's, without the ``where`` prefix."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: a run of 19 digits may be an integer orjson would turn into a double (or a long string of
+#: digits): such text takes the exact, slower parse
+_LONG_DIGITS_B = re.compile(rb"\d{19}")
+_LONG_DIGITS_S = re.compile(r"\d{19}")
+
+
+def strip_bom(data: bytes | str) -> bytes | str:
+    """``data`` without a UTF-8 byte order mark at its very start (Windows tools write one)."""
+    if isinstance(data, bytes):
+        return data.removeprefix(_UTF8_BOM)
+    return data.removeprefix("\ufeff")
+
+
+class _Unreadable:
+    """Where the exact parse met a number no event may carry (NaN, an overflowing float...)."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+def load_json(data: bytes | str, *, where: str = "") -> Any:
+    """Decode JSON text of events by the rule every transport shares.
+
+    Strict JSON as the queue worker's parser (orjson) reads it: ``NaN``, ``Infinity``,
+    ``-Infinity``, a number overflowing a double or a lone surrogate are refused, so nothing
+    accepted can fail later. Integers are exact, beyond 64 bits too. A BOM is *not* skipped
+    here: call :func:`strip_bom` at the start of a document.
+
+    Raises:
+        BadEvent: the path of each non-finite number and how to send it instead
+            (``events[0].used[1].value: NaN is not JSON ...``), prefixed by ``where``.
+        NotJson: malformed text (orjson's reason, with line and column).
+    """
+    return _load(data, where)[0]
+
+
+def _load(data: bytes | str, where: str) -> tuple[Any, bool]:
+    """:func:`load_json`, and whether the text may hold integers beyond 64 bits."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        failure: str | None = str(exc)
+    else:
+        long_digits = (_LONG_DIGITS_B if isinstance(data, (bytes, bytearray)) else _LONG_DIGITS_S)
+        if not long_digits.search(data):  # type: ignore[arg-type]
+            return obj, False
+        failure = None
+    # the slow path: the standard parser keeps integers exact and says where a NaN is
+    found: list[int] = []
+
+    def unreadable(problem: str) -> _Unreadable:
+        found.append(1)
+        return _Unreadable(problem)
+
+    def number(text: str) -> Any:
+        x = float(text)
+        return x if math.isfinite(x) else unreadable(_OVERFLOW)
+
+    def integer(text: str) -> Any:
+        return int(text) if len(text) <= 4000 else unreadable(_HUGE_INT)
+
+    def constant(text: str) -> Any:
+        return unreadable(f"{text} {_NON_FINITE}")
+
+    try:
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        exact = json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
+    except (ValueError, RecursionError) as exc:
+        reason = failure or str(exc)
+        raise NotJson(f"{where}not JSON ({reason})", reason) from None
+    if found:
+        raise _number_problems(_bad_numbers(exact), where)
+    if failure is not None:  # e.g. an escaped lone surrogate, which json allows
+        raise NotJson(f"{where}not JSON ({failure})", failure)
+    return exact, True
+
+
+def _number_problems(found: list[tuple[str, str]], where: str) -> BadEvent:
+    problems = [f"{where}{path}: {problem}" for path, problem in found]
+    more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
+    return BadEvent("; ".join(problems[:20]) + more)
+
+
+def _bad_numbers(obj: Any) -> list[tuple[str, str]]:
+    """``(path, problem)`` of each :class:`_Unreadable` in a decoded document, in order."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", obj)]
+    while stack:
+        path, x = stack.pop()
+        if isinstance(x, _Unreadable):
+            out.append((path or "(root)", x.problem))
+        elif isinstance(x, dict):
+            stack.extend((f"{path}.{k[:64]}" if path else k[:64], v)
+                         for k, v in reversed(list(x.items())))
+        elif isinstance(x, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(x))))
+    return out
+
+
 def parse_batch(data: bytes | str | dict[str, Any]) -> Batch:
-    """Validate a batch (JSON text or an already-decoded object).
+    """Validate a batch (JSON text, a leading BOM skipped, or an already-decoded object).
 
     Raises:
         BadEvent: naming the path of each bad field, e.g. ``events[2].time: ...``.
     """
+    if not isinstance(data, dict):
+        data = load_json(strip_bom(data))
     try:
-        if isinstance(data, dict):
-            return Batch.model_validate(data)
-        return Batch.model_validate_json(data)
+        return Batch.model_validate(data)
     except ValidationError as exc:
         raise _bad(exc) from None
 
 
 def parse_event(data: bytes | str | dict[str, Any], *, where: str = "") -> WorkflowEvent | TaskEvent:
-    """Validate one event. ``where`` prefixes error paths (``"line 7: "``)."""
+    """Validate one event (JSON text, a leading BOM skipped, or a decoded object).
+    ``where`` prefixes error paths (``"line 7: "``)."""
+    if not isinstance(data, dict):
+        data = load_json(strip_bom(data), where=where)
+    return _validate_event(data, where)
+
+
+def _validate_event(data: Any, where: str) -> WorkflowEvent | TaskEvent:
     try:
-        if isinstance(data, dict):
-            return _EVENT.validate_python(data)
-        return _EVENT.validate_json(data)
+        return _EVENT.validate_python(data)
     except ValidationError as exc:
         raise _bad(exc, where=where) from None
 
 
 def parse_events_jsonl(lines: Any, *, source: str = "") -> Any:
-    """Yield events from JSONL lines; errors name the source and line number."""
+    """Yield events from JSONL lines; errors name the source and line number. A BOM is
+    skipped at the start of the first line only (the start of the file)."""
     for n, line in enumerate(lines, 1):
-        if isinstance(line, bytes):
-            line = line.decode("utf-8")
+        if n == 1:
+            line = strip_bom(line)
         if not line.strip():
             continue
-        yield parse_event(line, where=f"{source}{':' if source else 'line '}{n}: ")
+        where = f"{source}{':' if source else 'line '}{n}: "
+        yield _validate_event(load_json(line, where=where), where)
 
 
 def event_schema() -> dict[str, Any]:

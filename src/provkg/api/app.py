@@ -70,11 +70,12 @@ def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
     known_runs: dict[str, str] = {}
 
     def apply(payloads: list[bytes]) -> None:
+        from provkg.events import load_json
         from provkg.service.ingest import Ingestor
 
         events: list[dict[str, Any]] = []
-        for payload in payloads:
-            events.extend(orjson.loads(payload)["events"])
+        for payload in payloads:  # the accept path's own decoder: integers stay exact
+            events.extend(load_json(payload)["events"])
         session = Ingestor(store, specs=specs.specs(), schema=schema, register=False)
         session.state.runs.update(known_runs)
         session.ingest(events)

@@ -10,8 +10,9 @@ At least once, end to end:
   the ingest queue (paho-mqtt's manual acks), so a crash before that point makes the
   broker deliver it again; duplicates are harmless because ingest is idempotent.
 
-An invalid batch is written to the queue's ``rejected.log`` and then acknowledged
-(redelivering it would fail the same way forever).
+An invalid batch (by the same rule as ``POST /v1/events``: strict JSON, no NaN) is set
+aside in the queue's dead-letter folder ``rejected/`` (its reason in ``rejected.log``) and
+then acknowledged (redelivering it would fail the same way forever).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import paho.mqtt.client as mqtt
 from provkg.api.body import decompress
 from provkg.api.queue import IngestQueue
 from provkg.errors import BadEvent, BadParameter, ProvkgError
-from provkg.events import parse_batch
+from provkg.events import parse_batch, strip_bom
 
 __all__ = ["MqttListener", "parse_mqtt_url", "cmd_listen"]
 
@@ -113,11 +114,11 @@ class MqttListener:
     def _on_message(self, client, userdata, message) -> None:
         mid, qos = message.mid, message.qos
         try:
-            payload = self._decoded(bytes(message.payload))
+            payload = strip_bom(self._decoded(bytes(message.payload)))
             batch = parse_batch(payload)
         except ProvkgError as exc:
-            log.error("rejected an MQTT batch on %s: %s", message.topic, exc)
-            self._queue.reject(bytes(message.payload))
+            kept = self._queue.reject(bytes(message.payload), reason=f"MQTT {message.topic}: {exc}")
+            log.error("rejected an MQTT batch on %s (kept as %s): %s", message.topic, kept, exc)
             client.ack(mid, qos)
             return
         if not batch.events:

@@ -4,7 +4,9 @@ Layout of the queue folder::
 
     000000000007.seg   appended records: magic, length, event count, crc32, payload
     cursor             "<segment> <offset>": how far the worker has applied (fsync'd)
-    rejected.log       payloads the mapper refused (kept, never silently dropped)
+    rejected/          the dead-letter folder: batches that cannot be applied because of
+                       their content, one file each (kept, never silently dropped)
+    rejected.log       one line per dead letter: UTC time, file name, reason
 
 Producers call :meth:`IngestQueue.submit`; one writer thread appends everything
 pending in one ``write`` and one ``fsync`` (group commit), then resolves the
@@ -18,6 +20,12 @@ is what makes "at least once" here mean "exactly once" in the store.
 
 Each start writes to a fresh segment, so a torn record (a crash mid-write, never
 acknowledged) can only sit at the end of an older segment, where reading stops.
+
+Content versus outage: a batch the worker cannot apply because of what it holds (the mapper
+refuses it, or it does not decode or validate by the rule of ``POST /v1/events``) goes to the
+dead-letter folder, logged and counted, and the queue moves on; a store error (or an
+unexpected failure on a valid batch) is retried with backoff, never dropped, and reported
+by :meth:`IngestQueue.stalled` while it lasts.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from provkg.api.errors import QueueUnavailable
@@ -58,6 +67,8 @@ class QueueStats:
     applied_events: int
     rejected_batches: int
     replayed_events: int
+    #: files in the dead-letter folder ``rejected/`` now (earlier runs' included)
+    dead_letters: int = 0
 
     @property
     def backlog_events(self) -> int:
@@ -76,7 +87,10 @@ class IngestQueue:
         directory: the queue folder (created if missing); one process owns it.
         apply: writes a list of payloads (decompressed wire-format batches) to the
             store; ``StoreError`` means "retry later", any other ``ProvkgError``
-            means "this chunk is bad": its payloads go to ``rejected.log`` one by one.
+            means "this chunk is bad": the payloads it cannot apply go to the dead-letter
+            folder ``rejected/`` one by one. Any other exception is looked into: payloads
+            that fail :func:`provkg.events.parse_batch` are dead letters too, the rest is
+            retried.
         fsync: flush to disk before acknowledging (turn off only for throwaway runs).
         apply_events: how many events the applier hands to ``apply`` at most at once.
 
@@ -99,7 +113,9 @@ class IngestQueue:
         self._durable = (0, 0)  # (segment, offset) known to be on disk
         self._applied_pos = (0, 0)
         self._counts = {"accepted_batches": 0, "accepted_events": 0, "applied_batches": 0,
-                        "applied_events": 0, "rejected_batches": 0, "replayed_events": 0}
+                        "applied_events": 0, "rejected_batches": 0, "replayed_events": 0,
+                        "dead_letters": 0}
+        self._failing: tuple[float, str] | None = None  # (since, problem) while retrying
         self._threads: list[threading.Thread] = []
         self._file = None
         self._lock_file = None
@@ -111,6 +127,8 @@ class IngestQueue:
         """Open the folder, schedule replay of everything after the cursor, start the threads."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock_directory()
+        self._counts["dead_letters"] = sum(
+            1 for p in self.rejected_dir.glob("*") if p.is_file() and not p.name.startswith("."))
         cursor = self._read_cursor()
         segments = self._segments()
         for index in segments:
@@ -192,6 +210,18 @@ class IngestQueue:
     @property
     def healthy(self) -> bool:
         return self._error is None and all(t.is_alive() for t in self._threads)
+
+    @property
+    def rejected_dir(self) -> Path:
+        """The dead-letter folder: one file per batch that could not be applied."""
+        return self.directory / "rejected"
+
+    def stalled(self) -> tuple[float, str] | None:
+        """``(seconds, problem)`` while the applier has been retrying the same chunk (a store
+        outage, say), else None."""
+        with self._cond:
+            failing = self._failing
+        return None if failing is None else (time.monotonic() - failing[0], failing[1])
 
     # -- the writer -------------------------------------------------------------
 
@@ -296,41 +326,96 @@ class IngestQueue:
 
     def _apply_with_retry(self, chunk: list[bytes]) -> None:
         """Apply a chunk; a store error (or a bug) is retried, never dropped, so nothing
-        acknowledged is lost; a batch the mapper refuses goes to ``rejected.log``."""
+        acknowledged is lost; a batch that cannot be applied because of its content goes to
+        the dead-letter folder and the others are applied."""
         delay = 0.1
-        while True:
-            try:
-                self._apply(chunk)
-                return
-            except (StoreError, QueueUnavailable) as exc:
-                problem = str(exc)
-            except ProvkgError as exc:
-                if len(chunk) > 1:  # find the bad batch, apply the good ones
-                    for payload in chunk:
-                        self._apply_with_retry([payload])
+        try:
+            while True:
+                try:
+                    self._apply(chunk)
                     return
-                log.error("ingest refused a queued batch (kept in rejected.log): %s", exc)
-                self.reject(chunk[0])
-                return
-            except Exception as exc:
-                log.exception("applying queued batches failed unexpectedly")
-                problem = f"{type(exc).__name__}: {exc}"
-            if self._closing:
-                log.warning("stopping with batches not yet applied (kept on disk): %s", problem)
-                raise _Stop
-            log.warning("could not apply queued batches (%s); retrying in %.1f s", problem, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, _RETRY_MAX_S)
+                except (StoreError, QueueUnavailable) as exc:
+                    problem = str(exc)
+                except ProvkgError as exc:
+                    if len(chunk) > 1:  # find the bad batch, apply the good ones
+                        for payload in chunk:
+                            self._apply_with_retry([payload])
+                        return
+                    self._dead_letter(chunk[0], f"ingest refused it: {exc}")
+                    return
+                except Exception as exc:
+                    # a batch that does not decode is content, not an outage: look for it (and
+                    # only if all decode, for one that does not validate either)
+                    invalid = _invalid_payloads(chunk, decode_only=True) or _invalid_payloads(chunk)
+                    if invalid:
+                        for i, reason in invalid.items():
+                            self._dead_letter(chunk[i], f"it does not follow the wire format: {reason}")
+                        rest = [p for i, p in enumerate(chunk) if i not in invalid]
+                        if rest:
+                            self._apply_with_retry(rest)
+                        return
+                    log.exception("applying queued batches failed unexpectedly")
+                    problem = f"{type(exc).__name__}: {exc}"
+                if self._closing:
+                    log.warning("stopping with batches not yet applied (kept on disk): %s", problem)
+                    raise _Stop
+                with self._cond:
+                    since = self._failing[0] if self._failing else time.monotonic()
+                    self._failing = (since, problem)
+                log.warning("could not apply queued batches (%s); retrying in %.1f s", problem, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+        finally:
+            with self._cond:
+                self._failing = None
 
-    def reject(self, payload: bytes) -> None:
-        """Keep a payload that cannot be ingested in ``rejected.log`` (fsync'd), not in the queue."""
+    def _dead_letter(self, payload: bytes, reason: str) -> None:
+        kept = self.reject(payload, reason=reason)
+        log.error("ingest queue: a queued batch cannot be applied because of its content; moved "
+                  "to %s (not retried; later batches go on): %s", kept, reason)
+
+    def reject(self, payload: bytes, *, reason: str = "") -> Path:
+        """Set aside a payload that cannot be ingested: a file in the dead-letter folder
+        ``rejected/`` (fsync'd) and a line in ``rejected.log`` naming it and ``reason``.
+
+        Returns:
+            the file the payload was written to.
+        """
+        suffix = (".json.gz" if payload.startswith(b"\x1f\x8b") else
+                  ".json.zst" if payload.startswith(b"\x28\xb5\x2f\xfd") else ".json")
+        now = datetime.now(UTC)
         with self._cond:  # the applier rejects too
-            with open(self.directory / "rejected.log", "ab") as out:
-                out.write(self._record(payload, 0))
+            if not self.rejected_dir.is_dir():
+                self.rejected_dir.mkdir()
+                if self._fsync:
+                    _fsync_dir(self.directory)
+            stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
+            for n in range(1000):
+                path = self.rejected_dir / f"{stamp}-{n:03d}{suffix}"
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    break
+                except FileExistsError:
+                    continue
+            else:  # pragma: no cover - a thousand in one microsecond
+                raise OSError(f"cannot name a dead letter in {self.rejected_dir}")
+            with open(fd, "wb") as out:
+                out.write(payload)
                 out.flush()
                 if self._fsync:
                     os.fsync(out.fileno())
+            flat = " ".join(reason.split())  # one line per dead letter
+            line = f"{now.isoformat(timespec='seconds')}\t{path.name}\t{flat}\n"
+            with open(self.directory / "rejected.log", "ab") as out:
+                out.write(line.encode("utf-8", "replace"))
+                out.flush()
+                if self._fsync:
+                    os.fsync(out.fileno())
+            if self._fsync:
+                _fsync_dir(self.rejected_dir)
             self._counts["rejected_batches"] += 1
+            self._counts["dead_letters"] += 1
+        return path
 
     # -- files ------------------------------------------------------------------
 
@@ -377,6 +462,34 @@ class IngestQueue:
         if total:
             log.info("replaying %d queued events from %s", total, self.directory)
         return total
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _invalid_payloads(chunk: list[bytes], *, decode_only: bool = False) -> dict[int, str]:
+    """``{index: reason}`` of the payloads that fail the accept rule (``POST /v1/events``);
+    with ``decode_only`` of those that are not even JSON by that rule (what the worker's
+    decoder fails on), so that a valid-but-old batch next to them is still applied."""
+    from provkg.events import load_json, parse_batch  # pydantic: only once something went wrong
+
+    out: dict[int, str] = {}
+    for i, payload in enumerate(chunk):
+        if payload.startswith(b"\xef\xbb\xbf"):  # the worker reads the bytes as queued
+            out[i] = "starts with a UTF-8 byte order mark"
+            continue
+        try:
+            load_json(payload) if decode_only else parse_batch(payload)
+        except ProvkgError as exc:
+            out[i] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - not even bytes the parser takes: a dead letter
+            out[i] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def _records(path: Path, start: int, stop: int | None):

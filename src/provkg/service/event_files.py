@@ -2,6 +2,9 @@
 
 Streams in chunks so memory stays bounded by the chunk, not the file. A line may be
 one event or a whole batch envelope (``{"format": "provkg.events/1", "events": [...]}``).
+Lines are decoded by the rule every transport shares (:func:`provkg.events.load_json`:
+strict JSON, no NaN / Infinity, exact integers); a UTF-8 BOM at the start of a file is
+skipped.
 """
 
 from __future__ import annotations
@@ -12,10 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from provkg.errors import BadEvent, NotFound
-from provkg.events import FORMAT, parse_event
+from provkg.events import FORMAT, NotJson, load_json, parse_event, strip_bom
 
 __all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes"]
 
@@ -72,8 +73,9 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
 
     ``validate`` checks each event against wire format v1 (errors name file and line);
     skip it only for files provkg wrote itself. ``on_bytes`` gets the compressed bytes
-    read since the last call. An unreadable *last* line (a torn write) is reported
-    through ``on_torn`` and skipped.
+    read since the last call. A malformed last line *without* a newline at its end (a
+    torn write: the writer stopped mid-line) is reported through ``on_torn`` and skipped;
+    a complete line (newline-terminated) that is not valid is an error like any other.
 
     Raises:
         BadEvent: a line is not JSON or not a valid event (``FILE:LINE: field: problem``).
@@ -82,17 +84,21 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
         stream = _open(path, raw)
         last_pos = 0
         batch: list[dict[str, Any]] = []
-        bad: tuple[int, str] | None = None
         try:
             for n, line in enumerate(stream, 1):
-                if bad is not None:  # a bad line that was not the last: a real error
-                    raise BadEvent(f"{path}:{bad[0]}: not JSON ({bad[1]})")
+                if n == 1:
+                    line = strip_bom(line)
                 if not line.strip():
                     continue
                 try:
-                    obj = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    bad = (n, str(exc).split(":")[0])
+                    obj = load_json(line, where=f"{path}:{n}: ")
+                except NotJson as exc:
+                    if line.endswith(b"\n"):  # complete, so not torn: a real error
+                        # the parser's reason without its "line 1 column ..." (one line here)
+                        raise BadEvent(f"{path}:{n}: not JSON ({exc.reason.split(':')[0]})") from None
+                    if on_torn is not None:  # only the last line lacks its newline
+                        on_torn(f"{path}:{n}: last line is incomplete (no newline at the end of "
+                                "the file: a torn write?); skipped")
                     continue
                 _collect(obj, batch, path, n, validate)
                 if len(batch) >= chunk:
@@ -104,8 +110,6 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                         last_pos = pos
         except (OSError, EOFError) as exc:
             raise BadEvent(f"{path}: cannot read ({exc})") from exc
-        if bad is not None and on_torn is not None:
-            on_torn(f"{path}:{bad[0]}: last line is not JSON (a torn write?); skipped")
         if batch:
             yield batch
         if on_bytes is not None:

@@ -11,7 +11,7 @@ from provkg.api.auth import require_write_token
 from provkg.api.body import read_body
 from provkg.api.errors import UnsupportedMediaType
 from provkg.api.openapi import ERROR_RESPONSES, EVENTS_EXAMPLE
-from provkg.events import parse_batch
+from provkg.events import parse_batch, strip_bom
 
 router = APIRouter(tags=["ingest"])
 
@@ -26,7 +26,13 @@ _INLINE_BYTES = 256 * 1024
     summary="Ingest a batch of capture events (wire format v1)",
     description=(
         "The body is one batch `{\"format\": \"provkg.events/1\", \"events\": [...]}`, optionally "
-        "gzip- or zstd-compressed (`Content-Encoding`). The whole batch is validated first (a bad "
+        "gzip- or zstd-compressed (`Content-Encoding`); a UTF-8 BOM at its start is skipped. It "
+        "must be strict JSON: a bare `NaN`, `Infinity`, `-Infinity` or a number overflowing a "
+        "double is refused (send such numbers as the strings `\"NaN\"`, `\"Infinity\"`, "
+        "`\"-Infinity\"`, or as null), and so are a `time` outside 0 .. 253402300800 (seconds, "
+        "not milliseconds) and integers beyond 64 bits, which the ingest queue would round to "
+        "doubles (send them as strings, or load them from a file with `provkg ingest`, which "
+        "keeps them exact). The whole batch is validated first (a bad "
         "field is named by its JSON path, and nothing of a rejected batch is kept), then written "
         "to the server's durable queue and acknowledged with 202; a worker maps it into the store "
         "within moments. Posting the same events again adds nothing (idempotent)."),
@@ -42,6 +48,8 @@ async def post_events(request: Request) -> dict[str, int]:
         raise UnsupportedMediaType("send the batch as Content-Type: application/json")
     body = await read_body(request, limit=service.settings.max_body_bytes,
                            decompressed_limit=service.settings.max_decompressed_bytes)
+    # queued as validated: the worker parses the very bytes checked here, by the same rule
+    body = strip_bom(body)
     if len(body) > _INLINE_BYTES:
         batch = await run_in_threadpool(parse_batch, body)
     else:

@@ -12,14 +12,25 @@ from provkg.errors import ProvkgError
 
 router = APIRouter(tags=["health"])
 
+#: the queue worker retrying the same batches this long makes the server not ready
+STALLED_AFTER_S = 30.0
+
 
 @router.get("/health/live", summary="The server process is up")
 async def live() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/health/ready", summary="The store answers and the ingest queue runs",
-            responses={503: {"description": "not ready; the body says why"}})
+@router.get(
+    "/health/ready", summary="The store answers and the ingest queue runs",
+    description=(
+        "200 when the store answers, the ingest queue runs and applies batches (not stuck "
+        f"retrying for more than {STALLED_AFTER_S:.0f} s) and the MQTT listener (if any) is "
+        "subscribed; 503 otherwise. `problems` says what is wrong. It also lists batches set "
+        "aside in the queue's dead-letter folder `rejected/` (they could not be applied because "
+        "of their content; reasons in `rejected.log`): those need an operator but do not make "
+        "the server unready, since later batches are applied normally."),
+    responses={503: {"description": "not ready; the body says why"}})
 async def ready(request: Request) -> Any:
     service = request.app.state.service
     problems = []
@@ -27,15 +38,27 @@ async def ready(request: Request) -> Any:
         await run_in_threadpool(service.store.ask, "ASK { }")
     except ProvkgError as exc:
         problems.append(f"store: {exc}")
-    if not service.queue.healthy:
+    queue = service.queue
+    if not queue.healthy:
         problems.append("ingest queue: stopped (see the server log)")
+    stalled = queue.stalled()
+    if stalled is not None and stalled[0] >= STALLED_AFTER_S:
+        problems.append(f"ingest queue: no batch applied for {stalled[0]:.0f} s, retrying "
+                        f"({stalled[1]})")
     for extra in service.extras:
         if hasattr(extra, "subscribed") and not extra.subscribed.is_set():
             problems.append("MQTT listener: not subscribed to the broker yet")
-    stats = service.queue.stats()
-    body = {"status": "ready" if not problems else "not ready", "problems": problems,
+    stats = queue.stats()
+    notices = []
+    if stats.dead_letters:
+        notices.append(
+            f"ingest queue: {stats.dead_letters} batch(es) could not be applied because of their "
+            "content and were set aside in the dead-letter folder rejected/ of the queue folder "
+            "(reasons in rejected.log); fix and POST them again, then delete the files")
+    body = {"status": "ready" if not problems else "not ready", "problems": problems + notices,
             "queue": {"accepted_events": stats.accepted_events,
                       "applied_events": stats.applied_events,
                       "backlog_events": stats.backlog_events,
-                      "rejected_batches": stats.rejected_batches}}
+                      "rejected_batches": stats.rejected_batches,
+                      "dead_letters": stats.dead_letters}}
     return JSONResponse(body, status_code=200 if not problems else 503)
