@@ -156,9 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None, help="port (default 8000)")
     p.set_defaults(handler=_cmd_serve)
 
-    p = add("listen", "consume capture batches from an MQTT broker into the ingest queue")
+    p = add("listen", "consume capture batches from an MQTT broker into the ingest queue",
+            "Edge devices publish and forget; this process subscribes (QoS 1, persistent session),\n"
+            "queues each batch durably before acknowledging it, and maps it into the store.\n"
+            "Settings as for serve (PROVKG_QUEUE_DIR, PROVKG_INGEST_SCHEMA, PROVKG_MQTT_CLIENT_ID;\n"
+            "see docs/service.md). Specs: --spec here, or any spec registered in the store before.\n\n"
+            "  provkg listen 'mqtt://127.0.0.1:1883/provkg/#' --spec train.yaml --store oxigraph:kg")
     _store_arg(p)
     p.add_argument("url", metavar="mqtt://HOST:PORT/PREFIX/#")
+    p.add_argument("--spec", action="append", default=[], metavar="SPEC",
+                   help="prospective spec (YAML / JSON) of a workflow the devices capture; repeat")
     p.set_defaults(handler=_cmd_listen)
 
     # -- benchmarks ---------------------------------------------------------

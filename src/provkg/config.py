@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from provkg.vocab import DEFAULT_BASE
@@ -33,7 +36,17 @@ class Settings(BaseSettings):
     queue_apply_events: int = 20_000  # events per store write by the queue worker
     sparql_workers: int = 2  # subprocesses running user SPARQL on an embedded store
     mqtt_url: str | None = None  # provkg serve also listens to this broker when set
-    mqtt_client_id: str = "provkg-listener"  # stable: the broker keeps its session
+    #: the MQTT session's client id; default: one per queue folder (``provkg-`` + a hash of its
+    #: absolute path), stable across restarts so the broker keeps the session, and distinct
+    #: for two consumers (a `serve` and a `listen`) so neither takes the other's messages
+    mqtt_client_id: str | None = None
+
+    @property
+    def mqtt_client(self) -> str:
+        if self.mqtt_client_id:
+            return self.mqtt_client_id
+        folder = os.path.abspath(self.queue_dir)
+        return "provkg-" + hashlib.sha256(folder.encode("utf-8")).hexdigest()[:12]
 
 
 def get_settings(**overrides: object) -> Settings:

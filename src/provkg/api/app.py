@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             from provkg.api.listener import MqttListener
 
             service.extras.append(MqttListener(settings.mqtt_url, service.queue,
-                                               client_id=settings.mqtt_client_id).start())
+                                               client_id=settings.mqtt_client).start())
         try:
             yield
         finally:

@@ -151,14 +151,20 @@ def cmd_listen(args: argparse.Namespace) -> int:
     """
     from provkg.api.app import open_service
     from provkg.config import get_settings
+    from provkg.service.ingest import register_spec, spec_document
+    from provkg.spec import load_spec
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     settings = get_settings(store=getattr(args, "store", None), mqtt_url=args.url)
+    specs = [load_spec(path) for path in getattr(args, "spec", [])]  # bad specs fail first
     service = open_service(settings)
+    for spec in specs:
+        service.specs.add(spec_document(spec))
+        register_spec(service.store, spec, schema=settings.ingest_schema)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client_id,
+    listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client,
                             max_bytes=settings.max_decompressed_bytes).start()
     print(f"provkg listening to {args.url} into {settings.store}", flush=True)
     try:

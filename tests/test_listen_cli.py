@@ -1,0 +1,88 @@
+"""`provkg listen URL --spec S`: a real Mosquitto, a real listener process, then typed answers
+from the store (found by black-box testing: `listen` had no way to get a spec, so its events
+were stored as plain PROVLake and every canned query answered nothing)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from provkg.capture.broker import MosquittoBroker
+from provkg.capture.mqtt_sink import MqttSink
+from provkg.config import get_settings
+from provkg.service.querying import run_query
+from provkg.store import open_store
+
+GOLDEN = Path(__file__).parent / "golden"
+SPEC = GOLDEN / "lifecycle.spec.yaml"
+
+
+def _events() -> list[dict]:
+    import orjson
+
+    return [orjson.loads(line) for line in (GOLDEN / "lifecycle.events.jsonl").read_bytes().splitlines()]
+
+
+def _holds_all(store_dir: Path, events: list[dict]) -> bool:
+    """Every task and run has its end time in the store (read-only: the listener owns it)."""
+    import pyoxigraph as ox
+
+    from provkg.term import mint_iri
+
+    ends = {(e["type"], e["id"]) for e in events if e["event"] == "end"}
+    try:
+        store = ox.Store.read_only(str(store_dir))
+    except OSError:
+        return False
+    rows = " ".join(f"<{mint_iri('task' if kind == 'task' else 'run', i)}>" for kind, i in ends)
+    query = ("SELECT (COUNT(DISTINCT ?x) AS ?n) WHERE { VALUES ?x { " + rows + " } "
+             "?x <http://www.w3.org/ns/prov#endedAtTime> ?t }")
+    return int(next(iter(store.query(query)))["n"].value) == len(ends)
+
+
+def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path) -> None:
+    events = _events()
+    store_dir = tmp_path / "store"
+    env = {**os.environ, "PROVKG_QUEUE_DIR": str(tmp_path / "queue")}
+    env.pop("PROVKG_STORE", None)
+    with MosquittoBroker(tmp_path / "mqtt") as broker:
+        log = open(tmp_path / "listen.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "provkg.cli", "listen", f"{broker.url}/provkg/#", "--spec", str(SPEC),
+             "--store", f"oxigraph:{store_dir}"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while b"listening to" not in (tmp_path / "listen.log").read_bytes():
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "listen.log").read_text()
+                time.sleep(0.1)
+            time.sleep(1.0)  # the subscription is made after the banner
+            sink = MqttSink.from_url(f"{broker.url}/provkg")
+            try:
+                sink.send(events)
+            finally:
+                sink.close()
+            deadline = time.monotonic() + 60
+            while not _holds_all(store_dir, events) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+            log.close()
+    text = (tmp_path / "listen.log").read_text()
+    assert "Traceback" not in text and "has no spec" not in text, text
+    training = next(e["id"] for e in events if e.get("transformation") == "training")
+    with open_store(f"oxigraph:{store_dir}") as store:
+        rows = run_query(store, "d3", {"training": training}).rows
+    assert rows and all(r[1] is not None for r in rows), rows
+
+
+def test_two_consumers_get_distinct_mqtt_sessions(tmp_path: Path) -> None:
+    a = get_settings(queue_dir=str(tmp_path / "serve-queue"))
+    b = get_settings(queue_dir=str(tmp_path / "listen-queue"))
+    assert a.mqtt_client != b.mqtt_client
+    assert a.mqtt_client == get_settings(queue_dir=str(tmp_path / "serve-queue")).mqtt_client
+    assert get_settings(mqtt_client_id="mine").mqtt_client == "mine"
