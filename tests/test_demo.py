@@ -91,7 +91,7 @@ def test_demo_exits_0_and_every_answer_checks_out(demo: dict[str, object]) -> No
     assert demo["rc"] == 0, demo["text"]
     text = str(demo["text"])
     assert "✗" not in text
-    assert text.count("✓") >= 7  # Q1-Q7 each checked
+    assert text.count("✓") >= 10  # Q1-Q7, d6, d7 and d8 each checked
 
 
 def test_segy_reopens_and_matches_the_kg(demo: dict[str, object]) -> None:

@@ -161,9 +161,31 @@ def _check_d6(a: Answer, s: RunSummary) -> tuple[bool, str]:
     return ok, f"adaptations of the most accurate training ({best.config}): {what}"
 
 
+def _check_d7(a: Answer, s: RunSummary) -> tuple[bool, str]:
+    rate = s.best.hyperparameters["learning_rate"]
+    expected = {(t.training_id, t.filter) for t in s.trainings
+                if t.hyperparameters["learning_rate"] == rate}
+    got = [(r[0], r[1]) for r in a.rows]
+    ok = len(got) == len(expected) and all(
+        any(_denotes(g[0], tid) and g[1] == f for tid, f in expected) for g in got)
+    filters = ", ".join(sorted(f for _, f in expected))
+    return ok, f"the filter of each training started with learning rate {rate:g}: {filters}"
+
+
+def _check_d8(a: Answer, s: RunSummary) -> tuple[bool, str]:
+    worst = min(s.trainings, key=lambda t: t.final_accuracy)
+    expected = [("best", s.most_accurate), ("worst", worst)]
+    got = {(r[1], r[0], r[2], r[3]) for r in a.rows}
+    ok = len(got) == len(expected) and all(
+        any(rank == want and _denotes(tid, t.training_id) and f == t.filter
+            and n == len(t.epoch_losses) for rank, tid, f, n in got) for want, t in expected)
+    return ok, (f"most accurate {s.most_accurate.config} ({s.most_accurate.filter}), least "
+                f"accurate {worst.config} ({worst.filter}), with their epochs")
+
+
 _CHECKS: dict[str, Callable[[Answer, RunSummary], tuple[bool, str]]] = {
     "q1": _check_q1, "q2": _check_q2, "q3": _check_q3, "q4": _check_q4, "q5": _check_q5,
-    "q6": _check_q6, "q7": _check_q7, "d6": _check_d6,
+    "q6": _check_q6, "q7": _check_q7, "d6": _check_d6, "d7": _check_d7, "d8": _check_d8,
 }
 
 
