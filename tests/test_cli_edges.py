@@ -76,3 +76,18 @@ def test_sparql_ask_and_construct_keep_the_columns_rows_shape(tmp_path: Path, st
     assert out == {"columns": ["subject", "predicate", "object"],
                    "rows": [["<http://example.org/a>", "<http://example.org/q>", "<http://example.org/b>"]]}
     assert _sparql(tmp_path, construct, store_url, "table", capsys).strip() == TRIPLES.splitlines()[1]
+
+
+def test_version_and_sprov_queries_need_no_schema_flag(tmp_path: Path, capsys) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("provkg ")
+    data = tmp_path / "d.nt"
+    data.write_text(TRIPLES)
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(data), "--store", url]) == 0
+    capsys.readouterr()
+    # s1-s3 exist only in the S-PROV schema: it is their default
+    assert main(["query", "s3", "-p", "workflow=w", "--format", "json", "--store", url]) == 0
+    assert json.loads(capsys.readouterr().out)["columns"] == ["component", "invocations", "last_event_time"]
+    assert main(["query", "s3", "-p", "workflow=w", "--schema", "typed", "--store", url]) == 1
+    assert "runs on the sprov schema" in capsys.readouterr().err

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="store_true", help="print provkg's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -70,13 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
             "training sets, trains scikit-learn classifiers for 3 hyperparameter configurations, "
             "captures everything with provkg.capture, and answers the PROV-ML paper's Q1-Q7.")
     _store_arg(p)
-    p.add_argument("--out", default="provkg-demo", help="folder for data, models and the report")
+    p.add_argument("--out", default="provkg-demo",
+                   help="folder for data, models and the report (default %(default)s)")
     p.add_argument("--sink", default=None,
                    help="send events to a running server (http://HOST:PORT) instead of the store")
     p.add_argument("--online", action="store_true",
                    help="query the store each epoch while training and print the live loss")
     p.add_argument("--fresh", action="store_true", help="start over: delete --out and the demo's graph")
-    p.add_argument("--epochs", type=int, default=None, help="epochs per training (smaller = faster)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="epochs per training (default 6, 2 with --small; smaller = faster)")
     p.add_argument("--small", action="store_true", help="tiny sizes, for tests")
     p.set_defaults(handler=_cmd_demo)
 
@@ -128,7 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="query name (see --list)")
     p.add_argument("--list", action="store_true", help="list canned queries, parameters and columns")
     p.add_argument("--param", "-p", action="append", default=[], metavar="K=V", help="a parameter; repeat")
-    p.add_argument("--schema", choices=["typed", "tagged", "sprov"], default="typed")
+    p.add_argument("--schema", choices=["typed", "tagged", "sprov"], default=None,
+                   help="the schema the store was ingested in: typed PROV-ML, tag-based PROVLake "
+                        "or S-PROV (default: typed; sprov for s1-s3, which exist only there)")
     p.add_argument("--show", action="store_true", help="print the SPARQL instead of running it")
     _format_arg(p)
     p.set_defaults(handler=_cmd_query)
@@ -150,9 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_replay)
 
     # -- service ------------------------------------------------------------
-    p = add("serve", "run the HTTP API (ingest, canned queries, read-only SPARQL)")
+    p = add("serve", "run the HTTP API (ingest, canned queries, read-only SPARQL)",
+            "The shared endpoint next to the clusters: POST /v1/events, /v1/specs, GET /v1/queries,\n"
+            "/v1/sparql (SPARQL 1.1 Protocol, read-only), /health/ready; OpenAPI docs at /docs.\n"
+            "Accepted batches reach a durable queue (PROVKG_QUEUE_DIR, default ./provkg-queue)\n"
+            "before 202; a worker maps them into the store.\n\n"
+            "Settings (environment, prefix PROVKG_; all in docs/service.md):\n"
+            "  PROVKG_TOKEN           writes need 'Authorization: Bearer <token>' when set\n"
+            "  PROVKG_MQTT_URL        also consume capture batches from this broker (mqtt://H:P/prefix/#)\n"
+            "  PROVKG_INGEST_SCHEMA   typed (default) | tagged | sprov\n"
+            "  PROVKG_QUERY_TIMEOUT_S SPARQL time limit (30), PROVKG_MAX_ROWS row cap (100000)\n"
+            "  PROVKG_MAX_BODY_BYTES  request body limit (16 MiB)\n\n"
+            "  PROVKG_TOKEN=s3cret provkg serve --store oxigraph:kg --port 8000")
     _store_arg(p)
-    p.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    p.add_argument("--host", default=None, help="bind address (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=None, help="port (default 8000)")
     p.set_defaults(handler=_cmd_serve)
 
@@ -177,22 +193,37 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("--show", action="store_true",
                     help="also print each Q7 part's SPARQL in both schemas")
     bc.set_defaults(handler=_cmd_bench_clauses)
-    bs = bench_sub.add_parser("schemas", help="the paper's typed vs tag-based experiment across stores")
-    bs.add_argument("--scale", type=float, default=0.01, help="fraction of the paper's 10.17M triples (0.01 .. 1)")
+    bs = bench_sub.add_parser(
+        "schemas", help="the paper's typed vs tag-based experiment across stores",
+        description="Generates the PROV-ML paper's synthetic lifecycle (8 workflows x 300 epochs x 200\n"
+                    "batches at --scale 1: 10.17M triples per schema), maps it typed and tagged, bulk\n"
+                    "loads both into each store, times every canned query (cold, then warm median\n"
+                    "and min-max) and checks typed and tagged answers are identical.\n"
+                    "Results: OUT/schemas-SCALE.{json,md,png}. Full scale needs ~90 minutes here.\n\n"
+                    "  provkg bench schemas --scale 0.01 --stores oxigraph,memory\n"
+                    "  provkg bench schemas --scale 1 --stores oxigraph,virtuoso --queries q1,q5,q7",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bs.add_argument("--scale", type=float, default=0.01,
+                    help="fraction of the paper's 10.17M triples, 0.01 .. 1 (default %(default)s)")
     bs.add_argument("--stores", default="oxigraph,memory,rdflib,oxigraph-server,virtuoso",
-                    help="comma-separated stores to measure")
-    bs.add_argument("--out", default="benchmarks/results", help="where results go")
-    bs.add_argument("--work", default="benchmarks/work", help="where data and stores go (large; git-ignored)")
+                    help="comma-separated, from oxigraph (on disk), memory, rdflib, oxigraph-server, "
+                         "virtuoso (default: all)")
+    bs.add_argument("--out", default="benchmarks/results", help="where results go (default %(default)s)")
+    bs.add_argument("--work", default="benchmarks/work",
+                    help="where data and stores go (large; git-ignored; default %(default)s)")
     bs.add_argument("--queries", default=None, help="comma-separated canned queries (default: every one with an answer)")
     bs.add_argument("--rdflib-scale", type=float, default=0.05,
                     help="scale for rdflib when --scale is larger (it holds less; default %(default)s)")
-    bs.add_argument("--timeout", type=float, default=300.0, help="seconds per query run before it counts as timed out")
-    bs.add_argument("--rdflib-timeout", type=float, default=60.0, help="the same for rdflib (its queries are slow)")
-    bs.add_argument("--budget", type=float, default=60.0, help="seconds of warm runs per query and store (never below 5 runs)")
+    bs.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds per query run before it counts as timed out (default %(default)s)")
+    bs.add_argument("--rdflib-timeout", type=float, default=60.0,
+                    help="the same for rdflib, whose queries are slow (default %(default)s)")
+    bs.add_argument("--budget", type=float, default=60.0,
+                    help="seconds of warm runs per query and store, never below 5 runs (default %(default)s)")
     bs.add_argument("--explain-timeout", type=float, default=1800.0,
                     help="seconds for each Oxigraph query plan with evaluation statistics "
                          "(Q1/Q5/Q7; --stats runs a query several times slower): a plan not "
-                         "done by then is left out")
+                         "done by then is left out (default %(default)s)")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_cmd_bench_schemas)
 
@@ -299,6 +330,11 @@ def _cmd_bench_schemas(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "version", False):
+        from provkg import __version__
+
+        print(f"provkg {__version__}")
+        return 0
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -203,13 +203,15 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(format_rows(_catalog_rows(), args.format))
         return 0 if args.list else 2
     params = _parse_param_args(args.param)
+    query = get_query(args.name)
+    schema = args.schema or ("typed" if "typed" in query.schemas else query.schemas[0])
     if args.show:
-        print(render_query(args.name, params, schema=args.schema,
+        print(render_query(args.name, params, schema=schema,
                            dialect=store_dialect(args.store)))
         return 0
-    get_query(args.name).parse(params)  # bad parameters fail before the store is opened
+    query.parse(params)  # bad parameters fail before the store is opened
     with open_store(args.store, existing=True) as store:
-        rows = run_query(store, args.name, params, schema=args.schema)
+        rows = run_query(store, args.name, params, schema=schema)
     print(format_rows(rows, args.format))
     return 0
 
