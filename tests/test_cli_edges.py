@@ -91,3 +91,11 @@ def test_version_and_sprov_queries_need_no_schema_flag(tmp_path: Path, capsys) -
     assert json.loads(capsys.readouterr().out)["columns"] == ["component", "invocations", "last_event_time"]
     assert main(["query", "s3", "-p", "workflow=w", "--schema", "typed", "--store", url]) == 1
     assert "runs on the sprov schema" in capsys.readouterr().err
+
+
+def test_malformed_store_urls_are_clear_errors(capsys) -> None:
+    for url, says in [("sparql+http://[::1", "Invalid IPv6 URL"), ("oxigraph+http://h:port", "Port"),
+                      ("rdflib:/tmp/somewhere", "in memory only")]:
+        assert main(["query", "d4", "-p", "workflow=x", "--store", url]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: store URL") and says in err, err

@@ -22,6 +22,7 @@ transformations:
       - {name: layers, role: model_schema}
     generated:
       - {name: model, role: model}
+      - {name: loss, role: evaluation_measure}
   - name: epoch
     kind: section
     of: training
@@ -55,7 +56,8 @@ def _run(run: str, data_id: str, model_id: str, model_location: str, t0: float) 
             "transformation": "epoch", "status": "finished"},
            {"type": "task", "event": "end", "id": tr, "time": t0 + 31, "workflow_id": run,
             "transformation": "training", "status": "finished",
-            "generated": [{"name": "model", "id": model_id, "location": model_location}]},
+            "generated": [{"name": "model", "id": model_id, "location": model_location},
+                          {"name": "loss", "value": 0.5 if run == "run-1" else 0.25}]},
            {"type": "workflow", "event": "end", "id": run, "time": t0 + 32, "workflow": "fit",
             "status": "finished"}]
     return ev
@@ -85,6 +87,13 @@ def test_dataset_by_location_finds_every_value_stored_there(loaded):
     assert _trainings(run_query(loaded, "q4", {"dataset": mint_iri("value", "data-2")}).rows) == {
         mint_iri("task", "run-2/training")}
     assert run_query(loaded, "q4", {"dataset": "s3://bucket/elsewhere.parquet"}).rows == []
+
+
+def test_q3_by_location_picks_the_best_model_over_every_value_there(loaded):
+    rows = run_query(loaded, "q3", {"dataset": DATA, "measure": "loss"}).rows
+    assert {r[0] for r in rows} == {mint_iri("value", "model-B")}  # loss 0.25 < 0.5
+    rows = run_query(loaded, "q3", {"dataset": "data-1", "measure": "loss"}).rows
+    assert {r[0] for r in rows} == {mint_iri("value", "model-A")}
 
 
 def test_model_by_location_or_id(loaded):

@@ -7,7 +7,6 @@ only ever become one well-formed term that matches nothing.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -217,19 +216,23 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
 
 def values_block(bindings: dict[str, str | tuple[str, ...]]) -> str:
     """``VALUES (?a ?b) { (t1 t2) }`` for variable -> term; empty text when no bindings.
-    A variable given several terms (a location several captured values share) gets one
-    row per term.
+    A variable given several terms (a location several captured values share) makes one
+    VALUES per variable instead, the same rows (their product) in a form Virtuoso compiles:
+    its SPARQL compiler runs out of code space on q3 with a multi-row VALUES of two
+    variables repeated through sub-selects (SQ199).
 
     Terms must come from :func:`term_for` (or :mod:`provkg.term`).
 
     >>> values_block({"model": "<https://example.org/m>"})
     'VALUES (?model) { (<https://example.org/m>) }'
     >>> values_block({"d": ("<https://example.org/a>", "<https://example.org/b>"), "m": '"loss"'})
-    'VALUES (?d ?m) { (<https://example.org/a> "loss") (<https://example.org/b> "loss") }'
+    'VALUES ?d { <https://example.org/a> <https://example.org/b> } VALUES ?m { "loss" }'
     """
     if not bindings:
         return ""
-    names = " ".join(f"?{name}" for name in bindings)
-    columns = [(t,) if isinstance(t, str) else t for t in bindings.values()]
-    rows = " ".join(f"({' '.join(row)})" for row in itertools.product(*columns))
-    return f"VALUES ({names}) {{ {rows} }}"
+    columns = {name: (t,) if isinstance(t, str) else tuple(t) for name, t in bindings.items()}
+    if all(len(terms) == 1 for terms in columns.values()):
+        names = " ".join(f"?{name}" for name in columns)
+        row = " ".join(terms[0] for terms in columns.values())
+        return f"VALUES ({names}) {{ ({row}) }}"
+    return " ".join(f"VALUES ?{name} {{ {' '.join(terms)} }}" for name, terms in columns.items())

@@ -90,9 +90,14 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
         rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
                             hide_system_graphs=False)
         found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
-        if found:
-            own = term_for(p, given, base=base)
-            out[p.name] = tuple(dict.fromkeys([own, *found]))
+        if not found:
+            continue  # read as an id (the default)
+        own = term_for(p, given, base=base)
+        # the id's own IRI only if a value has it (one VALUES row less: Virtuoso's compiler
+        # runs out of code space on q3 with two rows repeated through its sub-selects)
+        if own not in found and store.ask(f"ASK {{ {own} ?p ?o }}"):
+            found.insert(0, own)
+        out[p.name] = tuple(found)
     return out
 
 

@@ -54,6 +54,10 @@ def _memory(rest: str, url: str) -> Store:
 def _rdflib(rest: str, url: str) -> Store:
     from provkg.store.rdflib_store import RdflibStore
 
+    if rest:  # it holds nothing on disk: a path here would be silently forgotten at exit
+        raise BadParameter(f"store URL {url!r}: rdflib: is in memory only and takes no path; "
+                           "for a store on disk use oxigraph:DIR")
+
     return RdflibStore(url=url)
 
 

@@ -95,7 +95,11 @@ def open_endpoint(url: str) -> SparqlStore:
         BadParameter: the URL is malformed or has an unknown option.
     """
     flavour, _, rest = url.partition("+")
-    parts = urlsplit(rest)
+    try:
+        parts = urlsplit(rest)
+        parts.port  # noqa: B018 -- raises on a port that is not a number
+    except ValueError as exc:
+        raise BadParameter(f"store URL {url!r}: {exc}; expected {flavour}+http://HOST:PORT[/PATH]") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadParameter(f"store URL {url!r}: expected {flavour}+http://HOST:PORT[/PATH]")
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
