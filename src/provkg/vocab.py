@@ -266,6 +266,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     pendingRun: str
     pendingEvent: str
     pendingParent: str
+    summaryState: str           # the facts a section summary was computed from (rdf:JSON)
     # the spec a prospective workflow was registered from, so every later session uses it
     specDocument: str
     # section summaries (spec `granularity: summary`)

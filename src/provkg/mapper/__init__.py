@@ -121,18 +121,22 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
                 st.summaries = SectionSummaries(st)
             st.summaries.add(e, wt, tt)
             if e["event"] == "end":
-                out.extend(st.summaries.close(e["id"]))
+                out.extend(st.summaries.close(e, wt))
             return
         retro.map_task_event(e, st, out, wt, tt)
-        if st.summaries is not None and e["event"] == "end":
-            out.extend(st.summaries.close(e["id"]))
+        if e["event"] == "end" and (st.summaries is not None or wt.summary_parents):
+            if st.summaries is None:  # a parent may end before its first section arrives
+                st.summaries = SectionSummaries(st)
+            out.extend(st.summaries.close(e, wt))
     elif kind == "workflow":
         if st.schema == "sprov":
             sprov.map_workflow_event(e, st, out)
         else:
             retro.map_workflow_event(e, st, out)
-            if st.summaries is not None and e["event"] == "end":
-                out.extend(st.summaries.close_run(e["id"]))
+            if e["event"] == "end" and (st.summaries is not None or st.workflow(e["workflow"]).has_summaries):
+                if st.summaries is None:
+                    st.summaries = SectionSummaries(st)
+                out.extend(st.summaries.close_run(e["id"], st.workflow(e["workflow"])))
         waiting = st.pending.pop(e["id"], None)
         if waiting:
             st.pending_count -= len(waiting)

@@ -91,6 +91,10 @@ class WorkflowTerms:
     run_class: str
     spec: Spec | None
     transformations: dict[str, TransformationTerms] = field(default_factory=dict)
+    #: the spec has sections kept as summaries (``granularity: summary``) ...
+    has_summaries: bool = False
+    #: ... and these transformations are their parents (``of``)
+    summary_parents: frozenset[str] = frozenset()
 
 
 def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) -> WorkflowTerms:
@@ -111,6 +115,9 @@ def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) 
                 vclass = typed.VALUE_CLASS[a.role] if is_typed else PL.AttributeValue
                 tt.attributes[a.name] = (mint.spec(name, t.name, a.name), vclass, True)
         wt.transformations[t.name] = tt
+    summarised = [t for t in spec.transformations if t.kind == "section" and t.granularity == "summary"]
+    wt.has_summaries = bool(summarised)
+    wt.summary_parents = frozenset(t.of for t in summarised if t.of)
     return wt
 
 
@@ -149,6 +156,9 @@ class MapState:
         self.summaries: Any = None
         #: write a parent's summaries when it ends (sessions) or only at finish (one whole stream)
         self.summary_close_on_end = True
+        #: an ingest service merges the summary state the store holds before writing
+        #: (``provkg.service.ingest.Ingestor``); otherwise the mapper assumes there is none
+        self.summary_store = False
 
     def workflow(self, name: str) -> WorkflowTerms:
         """The terms of workflow ``name`` (rebuilt when its spec changes)."""
@@ -206,6 +216,11 @@ class MapState:
         if parked:
             out.append(f"{parked} parents had not ended when the session did: their summary "
                        "sections are kept as pending records until the parent's end event arrives")
+        orphans = self.summaries.orphans if self.summaries is not None else 0
+        if orphans:
+            out.append(f"{orphans} summary-section executions have events that name no parent and "
+                       "the event that does has not arrived: they are kept as pending records "
+                       "until it does")
         if self.bad_times:
             out.append(f"{self.bad_times} events have a time past the year 9999: their times were not stored")
         return out

@@ -2,151 +2,454 @@
 
 Instead of every batch, the parent (an epoch) gets one ``provkg:SectionSummary`` per
 section transformation: how many executions, min / avg / max seconds, and per
-evaluation measure min / avg / max. State is bounded by the sections of the parents
-still open (a set of task ids each, for duplicates); sums are exact (integer
-microseconds, exact rationals) so any order of the same events gives the same numbers.
+evaluation measure min / avg / max.
+
+A summary is a function of a *set* of per-execution facts (begin and end in integer
+microseconds, index, the first value of each measure), and the set is written with
+the summary as one canonical JSON literal (``provkg:summaryState``). So merging is a
+set union: any order of the same events, any chunking into sessions and any number of
+re-deliveries give the same facts, the same summary and the same literal (no new
+triple). A session that sees a parent end (or section events of a parent it did not
+see end) merges the state the store already holds before writing; the ingest service
+reads it (:attr:`SectionSummaries.store_backed`), never per event.
+
+Memory is bounded by the parents with unsaved changes plus a window of recently
+written ones (:data:`_CLOSED_KEPT`), each holding its facts.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
 from provkg.mapper.terms import PK, A, P
-from provkg.term import Triple, literal, mint_iri
+from provkg.term import Triple, iri, literal, mint_iri
+from provkg.vocab import PROVKG, RDF
 
-__all__ = ["SectionSummaries"]
+__all__ = ["STATE", "SectionSummaries"]
 
-#: closed parents remembered so a late section event can reopen (and replace) their summary
+#: summarised parents kept in memory after their summary was written, so events that
+#: come late in the same session update it without reading the store
 _CLOSED_KEPT = 1024
 
+#: ``provkg:summaryState``: the facts a summary (or a pending one) was computed from
+STATE = iri(PROVKG.summaryState)
 
-@dataclass(slots=True)
-class _Measure:
-    attribute: str
-    count: int = 0
-    total: Fraction = Fraction(0)
-    low: Any = None
-    high: Any = None
-
-    def add(self, x: float) -> None:
-        self.count += 1
-        self.total += Fraction(x)
-        if self.low is None or x < self.low:
-            self.low = x
-        if self.high is None or x > self.high:
-            self.high = x
+Key = tuple[str, str]   # ("task", parent task id) or ("run", run id)
 
 
-@dataclass(slots=True)
+class _Fact:
+    """One section execution as far as its summary needs it."""
+
+    __slots__ = ("begin", "end", "index", "measures")
+
+    def __init__(self, begin: int | None = None, end: int | None = None, index: int | None = None,
+                 measures: dict[str, Any] | None = None):
+        self.begin = begin
+        self.end = end
+        self.index = index
+        self.measures = measures
+
+    def merge(self, o: _Fact) -> bool:
+        """Add what ``o`` knows and this fact does not; True when something was new."""
+        changed = False
+        if self.begin is None and o.begin is not None:
+            self.begin, changed = o.begin, True
+        if self.end is None and o.end is not None:
+            self.end, changed = o.end, True
+        if self.index is None and o.index is not None:
+            self.index, changed = o.index, True
+        if o.measures:
+            if self.measures is None:
+                self.measures = {}
+            for name, x in o.measures.items():
+                if name not in self.measures:
+                    self.measures[name], changed = x, True
+        return changed
+
+    @property
+    def complete(self) -> bool:
+        return self.begin is not None and self.end is not None
+
+    def as_json(self) -> list[Any]:
+        out: list[Any] = [self.begin, self.end, self.index]
+        if self.measures:
+            out.append(self.measures)
+        return out
+
+    @classmethod
+    def from_json(cls, v: list[Any]) -> _Fact:
+        return cls(v[0], v[1], v[2], dict(v[3]) if len(v) > 3 and v[3] else None)
+
+
 class _Section:
     """One section transformation's executions under one parent."""
 
-    parent_key: tuple[str, str]    # ("task", id) or ("run", id)
-    tt: TransformationTerms
-    measures_of: dict[str, str]    # evaluation-measure attribute name -> attribute term
-    begins: dict[str, int] = field(default_factory=dict)   # task id -> begin (µs)
-    ends: dict[str, int] = field(default_factory=dict)
-    counted: set[str] = field(default_factory=set)
-    measure_seen: set[tuple[str, str]] = field(default_factory=set)
-    count: int = 0
-    total_us: int = 0
-    low_us: int | None = None
-    high_us: int | None = None
-    first_index: int | None = None
-    last_index: int | None = None
-    measures: dict[str, _Measure] = field(default_factory=dict)
-    #: the events themselves, parked in the store if the session ends before the parent
-    raw: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("facts", "measures_of", "tt")
 
-    def add(self, e: dict[str, Any]) -> None:
-        self.raw.append(e)
-        tid = e["id"]
-        us = round(e["time"] * 1_000_000)
-        index = e.get("index")
-        if index is not None:
-            self.first_index = index if self.first_index is None else min(self.first_index, index)
-            self.last_index = index if self.last_index is None else max(self.last_index, index)
+    def __init__(self, tt: TransformationTerms, measures_of: dict[str, str]):
+        self.tt = tt
+        self.measures_of = measures_of          # evaluation-measure attribute -> its term
+        self.facts: dict[str, _Fact] = {}       # section task id -> fact
+
+    def add(self, e: dict[str, Any]) -> bool:
+        """Count event ``e``; True when it told something new (not a re-delivery)."""
+        measures = None
         for v in e.get("generated") or ():
-            term = self.measures_of.get(v["name"])
             x = v.get("value")
-            if term is None or isinstance(x, bool) or not isinstance(x, (int, float)):
-                continue
-            if (tid, v["name"]) in self.measure_seen:
-                continue
-            self.measure_seen.add((tid, v["name"]))
-            self.measures.setdefault(v["name"], _Measure(term)).add(x)
-        if tid in self.counted:
-            return
-        (self.begins if e["event"] == "begin" else self.ends)[tid] = us
-        if tid in self.begins and tid in self.ends:
-            d = self.ends.pop(tid) - self.begins.pop(tid)
-            self.counted.add(tid)
-            self.count += 1
-            self.total_us += d
-            self.low_us = d if self.low_us is None else min(self.low_us, d)
-            self.high_us = d if self.high_us is None else max(self.high_us, d)
+            if v["name"] in self.measures_of and not isinstance(x, bool) and isinstance(x, (int, float)):
+                if measures is None:
+                    measures = {}
+                measures.setdefault(v["name"], x)
+        us = round(e["time"] * 1_000_000)
+        begin = e["event"] == "begin"
+        return self.merge(e["id"], _Fact(us if begin else None, None if begin else us, e.get("index"),
+                                         measures))
 
-    def triples(self, st: MapState) -> list[Triple]:
-        kind, pid = self.parent_key
+    def merge(self, tid: str, fact: _Fact) -> bool:
+        old = self.facts.get(tid)
+        if old is None:
+            self.facts[tid] = fact
+            return True
+        return old.merge(fact)
+
+    def state(self, pid: str) -> str:
+        """The facts as canonical JSON (the same facts, the same text). Ids under the
+        parent's id are kept as their suffix."""
+        inner: dict[str, Any] = {}
+        other: dict[str, Any] = {}
+        n = len(pid)
+        for tid, f in self.facts.items():
+            if tid.startswith(pid) and len(tid) > n:
+                inner[tid[n:]] = f.as_json()
+            else:
+                other[tid] = f.as_json()
+        doc: dict[str, Any] = {"section": self.tt.name, "under": inner}
+        if other:
+            doc["other"] = other
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def merge_state(self, pid: str, doc: dict[str, Any]) -> bool:
+        changed = False
+        for suffix, v in (doc.get("under") or {}).items():
+            changed |= self.merge(pid + suffix, _Fact.from_json(v))
+        for tid, v in (doc.get("other") or {}).items():
+            changed |= self.merge(tid, _Fact.from_json(v))
+        return changed
+
+    def triples(self, st: MapState, key: Key, *, ended: bool, state: str | None = None) -> list[Triple]:
+        """The summary (``ended``) or the pending record of these facts, their state, and
+        for executions seen only in part (a begin without its end, or the reverse) a link
+        to the parent (``provkg:pendingParent``) so a later session finds where an event
+        that names no parent belongs."""
+        kind, pid = key
         parent = st.mint.task(pid) if kind == "task" else st.mint.run(pid)
         s = "<" + mint_iri("summary", kind, pid, self.tt.name, base=st.base) + ">"
-        # executions whose begin or end is missing count too (their time is unknown)
-        executions = self.count + len(set(self.begins) | set(self.ends))
-        out = [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent),
-               (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(executions))]
-        if self.count:
-            out += [(s, PK.minSeconds, literal(self.low_us / 1e6)),
-                    (s, PK.avgSeconds, literal(float(Fraction(self.total_us, self.count * 1_000_000)))),
-                    (s, PK.maxSeconds, literal(self.high_us / 1e6))]
-        if self.first_index is not None:
-            out += [(s, PK.firstIndex, literal(self.first_index)), (s, PK.lastIndex, literal(self.last_index))]
-        for name, m in sorted(self.measures.items()):
+        out: list[Triple] = [(st.mint.task(tid), PK.pendingParent, parent)
+                             for tid, f in self.facts.items() if not f.complete]
+        out.append((s, STATE, literal(state if state is not None else self.state(pid), RDF.JSON)))
+        if not ended:
+            out.append((s, PK.pendingParent, parent))
+            return out
+        facts = self.facts.values()
+        out += [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent),
+                (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(len(self.facts)))]
+        seconds = [f.end - f.begin for f in facts if f.begin is not None and f.end is not None]
+        if seconds:
+            out += [(s, PK.minSeconds, literal(min(seconds) / 1e6)),
+                    (s, PK.avgSeconds, literal(float(Fraction(sum(seconds), len(seconds) * 1_000_000)))),
+                    (s, PK.maxSeconds, literal(max(seconds) / 1e6))]
+        indexes = [f.index for f in facts if f.index is not None]
+        if indexes:
+            out += [(s, PK.firstIndex, literal(min(indexes))), (s, PK.lastIndex, literal(max(indexes)))]
+        values: dict[str, list[Any]] = {}
+        for f in facts:
+            for name, x in (f.measures or {}).items():
+                values.setdefault(name, []).append(x)
+        for name in sorted(values):
+            term = self.measures_of.get(name)
+            if term is None:  # a measure the spec no longer declares
+                continue
+            xs = values[name]
             ms = "<" + mint_iri("summary", kind, pid, self.tt.name, name, base=st.base) + ">"
             out += [(s, PK.hasMeasureSummary, ms), (ms, A, PK.MeasureSummary),
-                    (ms, P.wasDerivedFrom, m.attribute), (ms, PK.valueCount, literal(m.count)),
-                    (ms, PK.minValue, literal(m.low)), (ms, PK.maxValue, literal(m.high)),
-                    (ms, PK.avgValue, literal(float(m.total / m.count)))]
+                    (ms, P.wasDerivedFrom, term), (ms, PK.valueCount, literal(len(xs))),
+                    (ms, PK.minValue, literal(min(xs))), (ms, PK.maxValue, literal(max(xs))),
+                    (ms, PK.avgValue, literal(float(sum(map(Fraction, xs)) / len(xs))))]
         return out
 
 
+class _Parent:
+    """The summary sections of one parent execution."""
+
+    __slots__ = ("dirty", "ended", "key", "loaded", "sections", "stored", "wt")
+
+    def __init__(self, key: Key, wt: WorkflowTerms, *, loaded: bool):
+        self.key = key
+        self.wt = wt
+        self.sections: dict[str, _Section] = {}
+        self.ended = False      # its end event was seen (here or, per the store, earlier)
+        self.loaded = loaded    # what the store held for it is merged in
+        self.dirty = False      # changed since it was last written
+        #: its triples in the store as far as this session knows (to retract when replaced)
+        self.stored: set[Triple] = set()
+
+
 class SectionSummaries:
-    """Accumulates summary sections per open parent; emits when the parent ends."""
+    """Accumulates summary sections per parent; writes a parent's summaries when it ends.
+
+    Without a store behind (``store_backed`` False: a whole stream, a benchmark's
+    mapping) a parent is written when it ends; with one, the ingest service first merges
+    what the store holds (:meth:`to_load`, :meth:`restore`) and then calls
+    :meth:`emit_ready` after each batch and :meth:`park_all` at the session's end.
+    """
 
     def __init__(self, st: MapState):
         self.st = st
-        self.open: dict[tuple[str, str], dict[str, _Section]] = {}
-        self.closed: OrderedDict[tuple[str, str], tuple[dict[str, _Section], list[Triple]]] = OrderedDict()
-        #: summaries already written for parents a late event reopened
-        self.stale: dict[tuple[str, str], list[Triple]] = {}
-        #: triples written earlier that a late event made stale: delete them *after*
-        #: adding the triples mapped with them (the ingest service does)
-        self.retract: list[Triple] = []
+        self.store_backed = bool(getattr(st, "summary_store", False))
+        #: parents with changes not written yet (or not ended yet)
+        self.open: dict[Key, _Parent] = {}
+        #: parents written and unchanged since, most recent last (bounded)
+        self.closed: OrderedDict[Key, _Parent] = OrderedDict()
+        #: parents dropped from ``closed`` whose writes may not have reached the store yet:
+        #: the ingest service lets its writer drain before reading them (and then clears this)
+        self.forgotten: set[Key] = set()
+        #: triples written earlier that are no longer true: delete them *after* adding the
+        #: triples mapped with them (the ingest service does)
+        self.retract: set[Triple] = set()
         #: parents whose sections were parked as pending records at a session's end
         self.parked = 0
-        #: section task id -> parent id, from the event that named it (clients, provkg's
-        #: capture library among them, name the parent on ``begin`` only)
-        self.parent_of: dict[str, str] = {}
+        #: executions whose events name no parent, kept as pending events at a session's end
+        self.orphans = 0
+        #: section task id -> its parent, from the event that named it (clients, provkg's
+        #: capture library among them, name the parent on ``begin`` only); for the
+        #: executions of parents held in memory
+        self.parent_of: dict[str, Key] = {}
         #: events of sections whose parent is not known yet (their begin has not arrived)
         self.waiting: dict[str, list[tuple[dict[str, Any], WorkflowTerms, TransformationTerms]]] = {}
+        self._orphan_records: list[Triple] = []
+
+    # -- events ---------------------------------------------------------------
 
     def add(self, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
         tid, parent = e["id"], e.get("parent")
         if parent is None:
-            parent = self.parent_of.get(tid)
-            if parent is None:  # wait for the event that names the parent
+            key = self.parent_of.get(tid)
+            if key is None:  # wait for the event that names the parent
                 self.waiting.setdefault(tid, []).append((e, wt, tt))
                 return
-            if e["event"] == "end":
-                del self.parent_of[tid]
         else:
-            self.parent_of[tid] = parent
+            key = ("task", parent)
+            self.parent_of[tid] = key
             for args in self.waiting.pop(tid, ()):
-                self._add(parent, *args)
-        self._add(parent, e, wt, tt)
+                self._add(key, *args)
+        self._add(key, e, wt, tt)
+
+    def assign(self, tid: str, key: Key) -> None:
+        """The parent of waiting executions ``tid`` is ``key`` (found in the store)."""
+        self.parent_of[tid] = key
+        for args in self.waiting.pop(tid, ()):
+            self._add(key, *args)
+
+    def _add(self, key: Key, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
+        rec = self._parent(key, wt)
+        sec = rec.sections.get(tt.name)
+        if sec is None:
+            sec = rec.sections[tt.name] = self._section(wt, tt)
+        self.parent_of.setdefault(e["id"], key)
+        if sec.add(e):
+            self._touch(rec)
+
+    def close(self, e: dict[str, Any], wt: WorkflowTerms) -> list[Triple]:
+        """A task ended: if it is the parent of summary sections, its summaries are due."""
+        key = ("task", e["id"])
+        rec = self.open.get(key) or self.closed.get(key)
+        if rec is None:
+            if e["transformation"] not in wt.summary_parents:
+                return []
+            rec = self._parent(key, wt)
+        return self._ended(rec)
+
+    def close_run(self, run_id: str, wt: WorkflowTerms) -> list[Triple]:
+        """A run ended: summaries of sections directly under it are due."""
+        key = ("run", run_id)
+        if self.st.summary_close_on_end and not self.store_backed:
+            self._drain(run_id)
+        rec = self.open.get(key) or self.closed.get(key)
+        if rec is None:
+            if not wt.has_summaries:
+                return []
+            rec = self._parent(key, wt)
+        return self._ended(rec)
+
+    def _ended(self, rec: _Parent) -> list[Triple]:
+        if not rec.ended:
+            rec.ended = True
+            self._touch(rec)
+        if self.st.summary_close_on_end and not self.store_backed:
+            return self.emit_ready()
+        return []
+
+    # -- the store (the ingest service) ------------------------------------------
+
+    def to_load(self, *, ended_only: bool) -> list[Key]:
+        """Parents whose stored summaries / pending records must be merged before writing."""
+        return [k for k, r in self.open.items() if not r.loaded and (r.ended or not ended_only)]
+
+    def restore(self, key: Key, *, states: list[tuple[str, bool]], events: list[dict[str, Any]],
+                old: list[Triple], ended: bool) -> None:
+        """Merge what the store holds for parent ``key``: summary states (text, whether a
+        written summary or a pending record), pending section events of earlier provkg
+        versions (their records ``old``), whether the parent has ended."""
+        rec = self.open[key]
+        pid = key[1]
+        for text, summarised in states:
+            doc = json.loads(text)
+            name = doc.get("section")
+            tt = rec.wt.transformations.get(name) if isinstance(name, str) else None
+            if tt is None or not tt.summary:
+                continue  # the spec changed: leave the record alone
+            sec = rec.sections.get(name)
+            if sec is None:
+                sec = rec.sections[name] = self._section(rec.wt, tt)
+            sec.merge_state(pid, doc)
+            was = self._section(rec.wt, tt)
+            was.merge_state(pid, doc)
+            rec.stored.update(was.triples(self.st, key, ended=summarised, state=text))
+            rec.ended |= summarised
+            for tid in was.facts:  # events of theirs that name no parent belong here
+                self.parent_of.setdefault(tid, key)
+                if tid in self.waiting:
+                    self.assign(tid, key)
+        for e in events:
+            tt = rec.wt.transformations.get(e.get("transformation", ""))
+            if tt is not None and tt.summary:
+                self._add(key, e, rec.wt, tt)
+        rec.stored.update(old)
+        rec.ended |= ended
+        rec.loaded = True
+        self._touch(rec)
+
+    def loose(self) -> list[str]:
+        """Section task ids still waiting for an event that names their parent."""
+        return sorted(self.waiting)
+
+    def touch_tids(self, tids: list[str]) -> None:
+        """Rewrite the parents of ``tids`` (pending records of theirs were just consumed)."""
+        for tid in tids:
+            key = self.parent_of.get(tid)
+            rec = self.open.get(key) or self.closed.get(key) if key is not None else None
+            if rec is not None:
+                self._touch(rec)
+
+    def settle_waiting(self) -> None:
+        """End of a session with a store: executions that still wait for their parent are
+        under their run when both their events are here and name none; otherwise their
+        events are kept as pending records (``provkg:pendingEvent``) for the session that
+        sees the event naming the parent."""
+        from provkg.mapper.retro import event_json
+
+        for tid in list(self.waiting):
+            events = self.waiting[tid]
+            kinds = {e["event"] for e, _, _ in events}
+            if kinds == {"begin", "end"}:
+                for args in self.waiting.pop(tid):
+                    self._add(("run", args[0]["workflow_id"]), *args)
+                continue
+            del self.waiting[tid]
+            self.orphans += 1
+            t = self.st.mint.task(tid)
+            self._orphan_records += [(t, PK.pendingEvent, event_json(e)) for e, _, _ in events]
+
+    # -- writing -------------------------------------------------------------------
+
+    def emit_ready(self) -> list[Triple]:
+        """The summaries of ended parents with changes (each merged with the store first
+        when there is one)."""
+        out: list[Triple] = []
+        for key in [k for k, r in self.open.items() if r.ended]:
+            rec = self.open.pop(key)
+            if not rec.loaded:  # the ingest service loads before it asks; keep it for later
+                self.open[key] = rec
+                continue
+            out += self._emit(rec, ended=True)
+            self.closed[key] = rec
+        while len(self.closed) > _CLOSED_KEPT:
+            key, rec = self.closed.popitem(last=False)
+            self._forget(rec)
+        return out
+
+    def park_all(self) -> list[Triple]:
+        """End of an ingest session: parents that have not ended get pending records
+        (``provkg:pendingParent`` + ``provkg:summaryState``), merged with what the store
+        held, which the session that sees the parent end turns into its summaries; the
+        others are summarised. The session's memory is released."""
+        if self.store_backed:
+            self.settle_waiting()
+        else:
+            self._drain()
+        out: list[Triple] = []
+        for rec in self.open.values():
+            out += self._emit(rec, ended=rec.ended)
+            if not rec.ended and rec.sections:
+                self.parked += 1
+        out += self._orphan_records
+        self.retract.difference_update(self._orphan_records)
+        self._orphan_records = []
+        self._reset()
+        return out
+
+    def flush_all(self) -> list[Triple]:
+        """Summaries of every parent (end of a whole stream, nothing before or after it)."""
+        self._drain()
+        out = [t for rec in self.open.values() for t in self._emit(rec, ended=True)]
+        self._reset()
+        return out
+
+    def _emit(self, rec: _Parent, *, ended: bool) -> list[Triple]:
+        new = [t for sec in rec.sections.values() for t in sec.triples(self.st, rec.key, ended=ended)]
+        keep = set(new)
+        self.retract.difference_update(keep)
+        self.retract.update(t for t in rec.stored if t not in keep)
+        fresh = [t for t in new if t not in rec.stored]
+        rec.stored = keep
+        rec.dirty = False
+        return fresh
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    def _parent(self, key: Key, wt: WorkflowTerms) -> _Parent:
+        rec = self.open.get(key) or self.closed.get(key)
+        if rec is None:
+            rec = self.open[key] = _Parent(key, wt, loaded=not self.store_backed)
+            rec.dirty = True
+        return rec
+
+    def _section(self, wt: WorkflowTerms, tt: TransformationTerms) -> _Section:
+        t = wt.spec.transformation(tt.name) if wt.spec is not None else None
+        measures = {a.name: tt.attributes[a.name][0] for a in (t.generated if t else [])
+                    if a.role == "evaluation_measure"}
+        return _Section(tt, measures)
+
+    def _touch(self, rec: _Parent) -> None:
+        rec.dirty = True
+        if self.closed.pop(rec.key, None) is not None:
+            self.open[rec.key] = rec
+
+    def _forget(self, rec: _Parent) -> None:
+        self.forgotten.add(rec.key)
+        for sec in rec.sections.values():
+            for tid in sec.facts:
+                if self.parent_of.get(tid) == rec.key:
+                    del self.parent_of[tid]
+
+    def _reset(self) -> None:
+        self.open.clear()
+        self.closed.clear()
+        self.parent_of.clear()
 
     def _drain(self, run_id: str | None = None) -> None:
         """Waiting events whose parent never came (of run ``run_id``, or all): sections
@@ -154,83 +457,4 @@ class SectionSummaries:
         for tid in [t for t, evs in self.waiting.items()
                     if run_id is None or evs[0][0]["workflow_id"] == run_id]:
             for args in self.waiting.pop(tid):
-                self._add(None, *args)
-
-    def _add(self, parent: str | None, e: dict[str, Any], wt: WorkflowTerms,
-             tt: TransformationTerms) -> None:
-        key = ("task", parent) if parent is not None else ("run", e["workflow_id"])
-        sections = self.open.get(key)
-        if sections is None:
-            reopened = self.closed.pop(key, None)
-            if reopened is not None:
-                sections, written = reopened
-                self.stale[key] = written
-            else:
-                sections = {}
-            self.open[key] = sections
-        sec = sections.get(tt.name)
-        if sec is None:
-            t = wt.spec.transformation(tt.name) if wt.spec is not None else None
-            measures = {a.name: tt.attributes[a.name][0] for a in (t.generated if t else [])
-                        if a.role == "evaluation_measure"}
-            sec = sections[tt.name] = _Section(key, tt, measures)
-        sec.add(e)
-
-    def close(self, parent_id: str) -> list[Triple]:
-        """Summaries of the sections of a parent task that just ended."""
-        if not self.st.summary_close_on_end:
-            return []
-        key = ("task", parent_id)
-        sections = self.open.pop(key, None)
-        if not sections:
-            return []
-        out = self._emit(key, sections)
-        self.closed[key] = (sections, out)
-        while len(self.closed) > _CLOSED_KEPT:
-            self.closed.popitem(last=False)
-        return out
-
-    def close_run(self, run_id: str) -> list[Triple]:
-        """Summaries of sections directly under a run that just ended."""
-        key = ("run", run_id)
-        if self.st.summary_close_on_end:
-            self._drain(run_id)
-        sections = self.open.pop(key, None) if self.st.summary_close_on_end else None
-        return self._emit(key, sections) if sections else []
-
-    def park_all(self) -> list[Triple]:
-        """End of an ingest session: the sections of parents that have not ended become
-        pending records (``provkg:pendingParent`` + ``provkg:pendingEvent``); the session
-        that sees the parent end reads them back, so its summary counts them. Parents
-        that ended in this session and were reopened by late events are summarised now."""
-        from provkg.mapper.retro import event_json
-
-        self._drain()
-        out: list[Triple] = []
-        for key, sections in self.open.items():
-            if key in self.stale:
-                out += self._emit(key, sections)
-                continue
-            parent = self.st.mint.task(key[1]) if key[0] == "task" else self.st.mint.run(key[1])
-            for sec in sections.values():
-                for e in sec.raw:
-                    t = self.st.mint.task(e["id"])
-                    out += [(t, PK.pendingParent, parent), (t, PK.pendingEvent, event_json(e))]
-            self.parked += 1
-        self.open.clear()
-        return out
-
-    def flush_all(self) -> list[Triple]:
-        """Summaries of every parent still open (end of a whole stream)."""
-        self._drain()
-        out = [t for key, sections in self.open.items() for t in self._emit(key, sections)]
-        self.open.clear()
-        return out
-
-    def _emit(self, key: tuple[str, str], sections: dict[str, _Section]) -> list[Triple]:
-        out = [t for sec in sections.values() for t in sec.triples(self.st)]
-        old = self.stale.pop(key, None)
-        if old:
-            keep = set(out)
-            self.retract.extend(t for t in old if t not in keep)
-        return out
+                self._add(("run", args[0]["workflow_id"]), *args)

@@ -32,6 +32,7 @@ import orjson
 
 from provkg.errors import BadSpec, MappingError
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec
+from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
@@ -229,6 +230,7 @@ class Ingestor:
         self.base = base
         self.specs: dict[str, Spec] = {}
         self.state = MapState(self.specs, schema=schema, base=base)
+        self.state.summary_store = True  # summaries merge what the store holds (_load)
         self.report = IngestReport()
         self._lock = threading.Lock()
         self._writer = _Writer(store) if pipeline else None
@@ -250,13 +252,7 @@ class Ingestor:
         batch = [e if isinstance(e, dict) else e.model_dump(exclude_none=True) for e in events]
         with self._lock:
             self._learn_runs(batch)
-            parked, parents = self._parked_sections(batch)
-            n = self._write(map_batch(parked + batch, self.state))
-            if parked:
-                self._settle()
-                self.store.update(f"DELETE {{ ?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?e }} "
-                                  f"WHERE {{ VALUES ?p {{ {parents} }} ?t {PK.pendingParent} ?p ; "
-                                  f"{PK.pendingEvent} ?e }}")
+            n = self._map(batch)
             n += self._resolve_pending(batch)
             self._retract_stale()
             self.report.events += len(batch)
@@ -266,6 +262,16 @@ class Ingestor:
     def finish(self) -> IngestReport:
         """Write what the session still holds; the session's report (warnings included)."""
         with self._lock:
+            if self.state.summaries is None and self.schema != "sprov" and any(
+                    t.granularity == "summary" for spec in self.specs.values() for t in spec.transformations):
+                # no section event came, but what this session wrote may place earlier ones
+                self.state.summaries = SectionSummaries(self.state)
+            if self.state.summaries is not None:
+                self._settle()  # what this session wrote is read back below
+                self.report.triples += self._sweep_orphans()
+                self._place_waiting()
+                self.state.summaries.settle_waiting()
+                self._load(self.state.summaries.to_load(ended_only=False))
             self.report.triples += self._write(finish(self.state))
             self._retract_stale()
             if self._writer is not None:
@@ -300,6 +306,20 @@ class Ingestor:
         """Before reading or updating the store: let queued batches land."""
         if self._writer is not None:
             self._writer.drain()
+        if self.state.summaries is not None:
+            self.state.summaries.forgotten.clear()
+
+    def _map(self, events: list[dict[str, Any]]) -> int:
+        """Map ``events`` and write them, with the summaries of the parents that ended
+        merged with what the store holds for them (one read per batch, when some did)."""
+        out = map_batch(events, self.state)
+        summaries = self.state.summaries
+        if summaries is not None:
+            self._load(summaries.to_load(ended_only=True))
+            out += summaries.emit_ready()
+            if len(summaries.forgotten) > _FORGOTTEN_MAX:
+                self._settle()
+        return self._write(out)
 
     # -- order independence ------------------------------------------------
 
@@ -327,28 +347,138 @@ class Ingestor:
                 if run_id is not None and wf is not None and "/" not in wf:
                     runs[run_id] = wf
 
-    def _parked_sections(self, batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-        """Summary-section events an earlier session parked for parents ending in ``batch``."""
-        ending = []
-        parents_of: dict[str, frozenset[str]] = {}
-        for e in batch:
-            if e.get("type") == "task" and e.get("event") == "end":
-                wf = self.state.runs.get(e["workflow_id"], "")
-                spec = self.specs.get(wf)
-                if spec is None:
+    def _load(self, keys: list[tuple[str, str]]) -> None:
+        """Merge into the session what the store holds for the summary parents ``keys``:
+        their summaries' or pending records' state, pending section events an earlier
+        provkg version wrote, and whether the parent has ended."""
+        summaries = self.state.summaries
+        if not keys:
+            return
+        if summaries.forgotten.intersection(keys):
+            self._settle()  # this session wrote them and may still hold the writes
+        mint = self.state.mint
+        for chunk in _chunks(keys, 200):
+            terms = {(mint.task(p) if kind == "task" else mint.run(p)): (kind, p) for kind, p in chunk}
+            rows = self.store.select(
+                f"SELECT ?p ?kind ?text ?t WHERE {{ VALUES ?p {{ {' '.join(terms)} }} "
+                f"{{ ?s {PK.pendingParent} ?p ; {STATE} ?x BIND(\"pending\" AS ?kind) BIND(STR(?x) AS ?text) }} "
+                f"UNION {{ ?s {P.wasGeneratedBy} ?p ; {STATE} ?x BIND(\"summary\" AS ?kind) "
+                f"BIND(STR(?x) AS ?text) }} "
+                f"UNION {{ ?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?x BIND(\"event\" AS ?kind) "
+                f"BIND(STR(?x) AS ?text) }} "
+                f"UNION {{ ?p {P.endedAtTime} ?x BIND(\"ended\" AS ?kind) }} }}")
+            found: dict[tuple[str, str], dict[str, Any]] = {
+                key: {"states": [], "events": [], "old": [], "ended": False} for key in terms.values()}
+            for p, kind, text, t in rows.rows:
+                parent = "<" + str(p) + ">"
+                got = found.get(terms.get(parent))  # type: ignore[arg-type]
+                if got is None:
                     continue
-                if wf not in parents_of:
-                    parents_of[wf] = _summary_parents(spec)
-                if e["transformation"] in parents_of[wf]:
-                    ending.append(e["id"])
-        if not ending:
-            return [], ""
-        # no _settle(): a session parks sections only when it finishes, so the records
-        # asked for here were written by earlier sessions and are in the store already
-        parents = " ".join(self.state.mint.task(p) for p in sorted(set(ending)))
-        rows = self.store.select(f"SELECT ?e WHERE {{ VALUES ?p {{ {parents} }} "
-                                 f"?t {PK.pendingParent} ?p ; {PK.pendingEvent} ?e }}")
-        return [orjson.loads(str(r[0])) for r in rows.rows], parents
+                if kind == "ended":
+                    got["ended"] = True
+                elif kind == "event":  # a record of provkg before summaryState
+                    got["events"].append(orjson.loads(str(text)))
+                    task = "<" + str(t) + ">"
+                    got["old"] += [(task, PK.pendingParent, parent),
+                                   (task, PK.pendingEvent, literal(str(text), RDF.JSON))]
+                else:
+                    got["states"].append((str(text), kind == "summary"))
+            for key, got in found.items():
+                summaries.restore(key, **got)
+
+    def _sweep_orphans(self) -> int:
+        """Section events earlier sessions kept as pending records because nothing named
+        their parent yet (``provkg:pendingEvent`` without ``provkg:pendingRun``; also the
+        per-event records of provkg before ``provkg:summaryState``): map them again with
+        what this session knows. One ASK per session; normally there are none."""
+        orphan = f"?t {PK.pendingEvent} ?x FILTER NOT EXISTS {{ ?t {PK.pendingRun} ?r }}"
+        if not self.store.ask(f"ASK {{ {orphan} }}"):
+            return 0
+        summaries = self.state.summaries
+        rows = self.store.select(f"SELECT ?t ?p (STR(?x) AS ?text) WHERE {{ {orphan} "
+                                 f"OPTIONAL {{ ?t {PK.pendingParent} ?p }} }} LIMIT {_ORPHANS_MAX}")
+        events: list[dict[str, Any]] = []
+        for t, p, text in rows.rows:
+            tid = id_from_iri(str(t), "task", base=self.base)
+            if tid is None:
+                continue
+            task = "<" + str(t) + ">"
+            events.append(orjson.loads(str(text)))
+            summaries.retract.add((task, PK.pendingEvent, literal(str(text), RDF.JSON)))
+            if p is not None:  # a record of an earlier provkg: its parent is known
+                summaries.retract.add((task, PK.pendingParent, "<" + str(p) + ">"))
+                key = self._parent_key(str(p))
+                if key is not None:
+                    summaries.parent_of.setdefault(tid, key)
+        if not events:
+            return 0
+        self._learn_runs(events)
+        written = self._map(events)
+        summaries.touch_tids([e["id"] for e in events])
+        return written
+
+    def _parent_key(self, parent_iri: str) -> tuple[str, str] | None:
+        for kind in ("task", "run"):
+            found = id_from_iri(parent_iri, kind, base=self.base)
+            if found is not None:
+                return kind, found
+        return None
+
+    def _place_waiting(self) -> None:
+        """End of a session: find in the store where section events that name no parent
+        belong: the parent of an execution an earlier session saw in part
+        (``provkg:pendingParent``), else the summaries of the parents of their run."""
+        summaries = self.state.summaries
+        mint = self.state.mint
+        for chunk in _chunks(summaries.loose(), 200):
+            rows = self.store.select(
+                f"SELECT ?t ?p WHERE {{ VALUES ?t {{ {' '.join(mint.task(t) for t in chunk)} }} "
+                f"?t {PK.pendingParent} ?p }}")
+            for t, p in rows.rows:
+                tid = id_from_iri(str(t), "task", base=self.base)
+                key = self._parent_key(str(p))
+                if tid is not None and key is not None and tid in summaries.waiting:
+                    summaries.retract.add(("<" + str(t) + ">", PK.pendingParent, "<" + str(p) + ">"))
+                    summaries.assign(tid, key)
+        self._find_parents()
+
+    def _find_parents(self) -> None:
+        """Section end events that name no parent and whose execution no pending record
+        knows (an execution summarised complete in an earlier session, delivered again):
+        look for them in the summaries of the parents of their run (one read per run and
+        section transformation, only for such events)."""
+        summaries = self.state.summaries
+        groups: dict[tuple[str, str], tuple[Any, list[str]]] = {}
+        for tid, waiting in summaries.waiting.items():
+            if all(e["event"] == "end" for e, _, _ in waiting):
+                e, wt, tt = waiting[0]
+                groups.setdefault((e["workflow_id"], tt.name), (wt, []))[1].append(tid)
+        mint = self.state.mint
+        for (run, section), (wt, tids) in groups.items():
+            chain = _parent_chain(wt.spec, section)
+            if not chain:
+                continue
+            # the parents' transformation, its parent's ... up to a stage, which is part of the run
+            names = ["?p"] + [f"?up{i}" for i in range(1, len(chain))]
+            where = []
+            for i, name in enumerate(chain):
+                where.append(f"{names[i]} {P.wasInfluencedBy} {mint.spec(wt.name, name)} .")
+                if i + 1 < len(chain):
+                    where.append(f"{names[i]} {P.wasInformedBy} {names[i + 1]} .")
+            where.append(f"{names[-1]} {PL.isPartOf} {mint.run(run)} .")
+            rows = self.store.select(
+                f"SELECT ?p (STR(?st) AS ?text) WHERE {{ {' '.join(where)} "
+                f"{{ ?s {P.wasGeneratedBy} ?p ; {STATE} ?st }} UNION {{ ?s {PK.pendingParent} ?p ; {STATE} ?st }} }}")
+            wanted = set(tids)
+            for p, doc_text in rows.rows:
+                pid = id_from_iri(str(p), "task", base=self.base)
+                doc = orjson.loads(str(doc_text))
+                if pid is None or doc.get("section") != section:
+                    continue
+                held = {pid + k for k in doc.get("under") or ()} | set(doc.get("other") or ())
+                for tid in wanted & held:
+                    summaries.assign(tid, ("task", pid))
+                wanted -= held
 
     def _resolve_pending(self, batch: list[dict[str, Any]]) -> int:
         """Map the pending task events stored for runs whose workflow event just came."""
@@ -366,7 +496,7 @@ class Ingestor:
             if not rows.rows:
                 continue
             events = [orjson.loads(str(ev)) for _, _, ev in rows.rows]
-            written += self._write(map_batch(events, self.state))
+            written += self._map(events)
             self._settle()
             self.store.update(f"DELETE {{ ?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?e }} "
                               f"WHERE {{ VALUES ?run {{ {values} }} ?t {PK.pendingRun} ?run ; "
@@ -377,15 +507,26 @@ class Ingestor:
         summaries = self.state.summaries
         if summaries is not None and summaries.retract:
             self._settle()
-            for chunk in _chunks(summaries.retract, 2000):
+            for chunk in _chunks(sorted(summaries.retract), 2000):
                 self.store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
             summaries.retract.clear()
 
 
-def _summary_parents(spec: Spec) -> frozenset[str]:
-    """Transformations of ``spec`` that are the parent of a summarised section."""
-    return frozenset(t.of for t in spec.transformations
-                     if t.kind == "section" and t.granularity == "summary" and t.of)
+#: summary parents a session forgot before their writes surely landed: past this many,
+#: the session lets its writer drain (then every write has landed)
+_FORGOTTEN_MAX = 65_536
+#: pending section events without a parent a session maps again (the rest: the next session)
+_ORPHANS_MAX = 10_000
+
+
+def _parent_chain(spec: Spec | None, section: str) -> list[str]:
+    """The transformations above ``section`` (``of``, its ``of``, ...) up to a stage."""
+    chain: list[str] = []
+    t = spec.transformation(section) if spec is not None else None
+    while t is not None and t.of and t.of not in chain and len(chain) < 16:
+        chain.append(t.of)
+        t = spec.transformation(t.of)
+    return chain
 
 
 def _chunks(items: list[Any], n: int) -> Iterable[list[Any]]:
