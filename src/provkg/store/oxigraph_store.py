@@ -14,6 +14,7 @@ import gzip
 import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -129,22 +130,19 @@ class OxigraphStore(Store):
 
     def select(self, query: str, *, timeout: float | None = None,
                hide_system_graphs: bool = True) -> Rows:
+        return self._select(query, _python, timeout)
+
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        return self._select(query, oxigraph_result_term, timeout)
+
+    def _select(self, query: str, convert: Callable[[Any], object], timeout: float | None) -> Rows:
+        """SELECT solutions, each value through ``convert`` (Python value or typed term)."""
         def run() -> Rows:
             solutions = self._query(query)
             if not isinstance(solutions, ox.QuerySolutions):
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
             columns = [v.value for v in solutions.variables]
-            return Rows(columns, [[_python(s[c]) for c in columns] for s in solutions])
-
-        return run_with_timeout(run, timeout)
-
-    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
-        def run() -> Rows:
-            solutions = self._query(query)
-            if not isinstance(solutions, ox.QuerySolutions):
-                raise StoreError("select_terms() needs a SELECT query")
-            columns = [v.value for v in solutions.variables]
-            return Rows(columns, [[oxigraph_result_term(s[c]) for c in columns] for s in solutions])
+            return Rows(columns, [[convert(s[c]) for c in columns] for s in solutions])
 
         return run_with_timeout(run, timeout)
 

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import rdflib.plugins.sparql as rdflib_sparql
 from pyparsing import ParseBaseException
@@ -124,24 +125,20 @@ class RdflibStore(Store):
 
     def select(self, query: str, *, timeout: float | None = None,
                hide_system_graphs: bool = True) -> Rows:
+        return self._select(query, _python, timeout)
+
+    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
+        return self._select(query, _result_term, timeout)
+
+    def _select(self, query: str, convert: Callable[[Any], object], timeout: float | None) -> Rows:
+        """SELECT rows, each value through ``convert`` (Python value or typed term)."""
         def run() -> Rows:
             result = self._query(query)
             if result.type != "SELECT":
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
             columns = [str(v) for v in result.vars or []]
             with _rdflib_call():
-                return Rows(columns, [[_python(v) for v in row] for row in result])
-
-        return run_with_timeout(run, timeout)
-
-    def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
-        def run() -> Rows:
-            result = self._query(query)
-            if result.type != "SELECT":
-                raise StoreError("select_terms() needs a SELECT query")
-            columns = [str(v) for v in result.vars or []]
-            with _rdflib_call():
-                return Rows(columns, [[_result_term(v) for v in row] for row in result])
+                return Rows(columns, [[convert(v) for v in row] for row in result])
 
         return run_with_timeout(run, timeout)
 
