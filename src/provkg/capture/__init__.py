@@ -14,6 +14,11 @@ batches, serializes and delivers to the sink (``file:DIR``, ``http(s)://...``,
 ``mqtt://HOST:PORT/TOPIC`` or any object with ``send(events)`` / ``close()``). Undeliverable
 batches wait in a disk spool (``provkg replay``). Nothing here raises into user code, and this
 package imports no RDF, store or web-server library.
+
+Forked children (``multiprocessing`` workers, ``DataLoader`` workers) continue the parent's open
+runs with task ids of their own; a ``spawn`` child records into a run once it received the
+``Workflow`` (it pickles); ``@track`` follows coroutines and generators to their end; SIGTERM and
+an interpreter exit end what is still open as ``failed``. See ``workflow`` and ``decorator``.
 """
 
 from provkg.capture.decorator import track

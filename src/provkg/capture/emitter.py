@@ -9,6 +9,13 @@ dicts to any other sink. A batch the sink cannot take goes to the disk spool as 
 and is re-sent, in order, when the sink answers again (exponential backoff). A full queue spills
 its older half to the spool from the caller's thread: the caller never waits for the network and
 memory never grows without limit.
+
+In a process that does not own the run (a forked child, a worker that received the workflow) the
+process may leave through ``os._exit`` (multiprocessing does) or be killed (``Pool.terminate``)
+right after a task, so there the emitter is *durable*: ``emit`` puts each event in the OS before
+it returns -- one unbuffered append to the file sink's segment (a few microseconds), or, for a
+network or custom sink, one append to the spool, which the background thread (started on first
+use) re-sends. Nothing waits for the network there either.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from provkg.capture.encoding import encode_events, expand_events
+from provkg.capture.encoding import encode_event, encode_events, expand_events
 from provkg.capture.report import logger, report_once
 from provkg.capture.sink import Sink, SinkRejected
 from provkg.capture.spool import Spool
@@ -38,7 +45,16 @@ class Emitter:
 
     def __init__(self, sink: Sink, spool: Spool, *, batch_size: int = 50, linger: float = 1.0,
                  max_queue: int = 20_000, flush_timeout: float = 5.0,
-                 max_batch: int = 1000, run_id: str | None = None) -> None:
+                 max_batch: int = 1000, run_id: str | None = None, durable: bool = False) -> None:
+        self.durable = durable
+        if durable:  # a sink that can take each event at once, without buffering it
+            write_through = getattr(sink, "write_through", None)
+            if callable(write_through):
+                try:
+                    sink = write_through()
+                except Exception as exc:
+                    report_once(("write-through", type(exc)), f"cannot write through "
+                                f"{type(sink).__name__}: {exc!r}; events are spooled")
         self.sink = sink
         self.spool = spool
         self.run_id = run_id if run_id is not None else spool.run_id
@@ -53,19 +69,42 @@ class Emitter:
         send_lines = getattr(sink, "send_lines", None)
         self._send_lines = send_lines if callable(send_lines) else None
         self._queue: deque[dict[str, Any]] = deque()
-        self._overflow_lock = threading.Lock()
+        self._overflow_lock = threading.RLock()
         self._wake = threading.Event()
         self._closing = False
+        self._closed = False
         self._final_attempt = False
         self._abandoned = False  # close() gave up waiting: the caller's thread spooled the rest
         self._flushing = 0
         self._inflight: list[Any] | None = None  # the batch being sent (lines or event dicts)
+        self._replaying = False  # ... and it comes from a spool segment
         self._retry_at = 0.0
         self._backoff = 0.0
-        self._thread = threading.Thread(target=self._run, name=f"provkg-capture-{spool.run_id[:12]}",
-                                        daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._direct = None
+        if durable:
+            self._durable_lock = threading.RLock()
+            # file sinks take each event directly; others go through the spool
+            writes_through = callable(getattr(sink, "write_through", None))
+            self._direct = self._send_lines if writes_through else None
+            self.emit = self._emit_durable  # type: ignore[method-assign]
+        else:
+            self._start_thread()
         _open.add(self)
+
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True,
+                                            name=f"provkg-capture-{self.spool.run_id[:12]}")
+            self._thread.start()
+
+    def child(self, sink: Sink) -> Emitter:
+        """A durable emitter with the same settings for ``sink``, in another process (see
+        the module docstring); this one's queue, thread and spool stay the parent's."""
+        spool = Spool(self.spool.root, self.spool.directory.name, max_bytes=self.spool.max_bytes)
+        return Emitter(sink, spool, batch_size=self.batch_size, linger=self.linger,
+                       max_queue=self.max_queue, flush_timeout=self.flush_timeout,
+                       max_batch=self.max_batch, run_id=self.run_id, durable=True)
 
     # -- caller's thread ----------------------------------------------------------------
 
@@ -77,6 +116,28 @@ class Emitter:
             queue.append(event)
             return
         self._spill(event)
+
+    def _emit_durable(self, event: dict[str, Any]) -> None:
+        """``emit`` in a process that may leave without warning: the event is in the OS (the
+        file sink's segment, else the spool) when this returns."""
+        try:
+            line = encode_event(event)
+            if line is None:
+                return
+            with self._durable_lock:
+                if self._direct is not None and not self.spool.pending and self._retry_at == 0.0:
+                    try:
+                        self._direct([line], run_id=self.run_id)
+                    except Exception as exc:
+                        self._failed(exc)
+                    else:
+                        self.sent_events += 1
+                        return
+                if self.spool.append_lines([line]) and not self._closed:
+                    self._start_thread()  # re-sends the spool
+                    self._wake.set()
+        except Exception as exc:
+            report_once(("emit-durable", type(exc)), f"recording an event failed: {exc!r}")
 
     def _spill(self, event: dict[str, Any]) -> None:
         """The queue is full (the sink or the delivery thread is behind): write its older half
@@ -101,33 +162,57 @@ class Emitter:
         try:
             self._wake.set()
             while time.monotonic() < deadline:
+                thread = self._thread
                 if not self._queue and self._inflight is None and (
                         not self.spool.pending or time.monotonic() < self._retry_at
-                        or not self._thread.is_alive()):
+                        or thread is None or not thread.is_alive()):
                     return True
                 time.sleep(0.002)
             return False
         finally:
             self._flushing -= 1
 
-    def close(self, timeout: float | None = None) -> None:
-        """Deliver what is queued within ``timeout`` s, spool the rest, stop the thread."""
-        if self._closing:
+    def close(self, timeout: float | None = None, *, adopt: bool = False) -> None:
+        """Deliver what is queued within ``timeout`` s, spool the rest, stop the thread.
+
+        Safe to call again while a first call waits (a SIGTERM handler does): the second call
+        waits too, and what is left is spooled once. ``adopt``: also re-send the segments of
+        this run that exited processes left in the spool (the run's owner does)."""
+        if self._closed:
             return
         timeout = self.flush_timeout if timeout is None else timeout
+        if adopt and not self._closing:
+            try:
+                if self.spool.adopt_orphans():
+                    self._start_thread()
+            except Exception as exc:
+                report_once(("adopt", type(exc)), f"looking for spooled events of exited "
+                            f"processes failed: {exc!r}")
         self._closing = True
         self._wake.set()
-        self._thread.join(timeout)
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        if self._closed:  # another call finished meanwhile
+            return
+        self._closed = True
         _open.discard(self)
-        if self._thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
+        if thread is None:  # durable, nothing spooled: the sink was used from the caller's thread
+            try:
+                self.sink.close()
+            except Exception as exc:
+                report_once(("sink-close", type(exc)), f"closing the sink raised {exc!r}")
+        elif thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
             self._abandoned = True
-            inflight = self._inflight or []
+            # a chunk re-sent from a spool segment is still in that segment: not spooled twice
+            inflight = [] if self._replaying else (self._inflight or [])
             leftover = _drain(self._queue)
             lines = _as_lines(inflight) + encode_events(leftover)
             if lines:
                 self.spool.append_lines(lines)
             report_once(("close-timeout", self.spool.directory), f"the sink did not finish within "
                         f"{timeout} s; {len(lines)} events spooled in {self.spool.directory}")
+        self.spool.release()
         if self.spool.pending:
             logger.warning("provkg.capture: %d events wait in %s; re-send them with "
                            "`provkg replay %s --to URL`", self.spool.spooled_events,
@@ -163,6 +248,11 @@ class Emitter:
         # spooled events are older than queued ones: they go first, except when closing while
         # the sink is away (then the queue goes to disk first, safe before the process exits)
         if self.spool.pending and not (self._closing and n and sink_away):
+            if self.durable and not (self._closing or self._flushing) and \
+                    not self.spool.ready(self.max_batch, self.linger):
+                # a durable emitter's spool is its queue, safe on disk: send it in big batches
+                # (at most ``linger`` s late), which keeps this thread off the caller's GIL
+                return False
             if time.monotonic() >= self._retry_at:
                 self._replay_oldest()
                 return True
@@ -223,6 +313,13 @@ class Emitter:
         if segment is None:
             return
         lines = self.spool.read_lines(segment)
+        self._replaying = True
+        try:
+            self._replay_lines(segment, lines)
+        finally:
+            self._replaying = False
+
+    def _replay_lines(self, segment: Any, lines: list[bytes]) -> None:
         for start in range(0, len(lines), self.max_batch):
             chunk = lines[start:start + self.max_batch]
             if self._send_lines is not None:
@@ -276,11 +373,22 @@ def _as_lines(batch: list[Any]) -> list[bytes]:
     return encode_events([dict(event) for event in batch])
 
 
-@atexit.register
-def _flush_at_exit() -> None:
+def close_all() -> None:
     """Give every open emitter a bounded time to deliver; what is left is spooled."""
     for emitter in list(_open):
         try:
             emitter.close()
         except Exception as exc:  # pragma: no cover - exit path
             report_once(("atexit", type(exc)), f"flushing at exit failed: {exc!r}")
+
+
+atexit.register(close_all)
+
+
+def forget_inherited() -> list[Emitter]:
+    """In a forked child: the parent's emitters (their threads do not exist here), no longer
+    flushed at this process's exit. The caller replaces those it needs (``Emitter.child``)."""
+    global _open
+    inherited = list(_open)
+    _open = weakref.WeakSet()
+    return inherited

@@ -2,6 +2,10 @@
 
 One event per line; segments rotate by size, are optionally gzip- or zstd-compressed, and are
 fsync'd when rotated and on close. ``provkg ingest DIR`` reads them back.
+
+Every process writes its own segments (the pid is in the name): a forked child or a process that
+received the workflow (``pickle``) gets a fresh ``FileSink`` on the same directory (``forked`` /
+pickling), never the parent's open file.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import itertools
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
@@ -21,6 +25,28 @@ __all__ = ["FileSink", "COMPRESSIONS"]
 #: compression name -> segment suffix
 COMPRESSIONS = {None: ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
 _instances = itertools.count(1)
+#: file objects of a parent process that a forked child must keep (and never close)
+_inherited: list[Any] = []
+
+
+def _write_all(out: Any, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view):]
+
+
+class _WholeWrites:
+    """An unbuffered file that writes all it is given (a compressor's output goes through it)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, data: Any) -> int:
+        _write_all(self.raw, data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
 
 
 class FileSink:
@@ -45,7 +71,7 @@ class FileSink:
         self.bytes_written = 0  # uncompressed, all segments
         self.paths: list[Path] = []
         self._prefix = f"events-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{next(_instances)}"
-        self._raw: IO[bytes] | None = None
+        self._raw: Any = None
         self._out: Any = None
         self._segment_size = 0
 
@@ -60,6 +86,46 @@ class FileSink:
         compression = options.get("compression") or None
         return cls(path, compression=None if compression == "none" else compression)
 
+    # -- other processes ------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its settings: the receiving process writes segments of its own."""
+        return {"directory": str(self.directory), "compression": self.compression,
+                "segment_bytes": self.segment_bytes, "fsync": self.fsync}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["directory"], compression=state["compression"],  # type: ignore[misc]
+                      segment_bytes=state["segment_bytes"], fsync=state["fsync"])
+
+    def forked(self) -> FileSink:
+        """In a forked child: let go of the parent's open segment without writing to it (its file
+        descriptor is pointed at ``/dev/null`` in this process only, so that no buffer or
+        compression trailer of the parent's can reach the file), and return the child's sink,
+        which writes segments of its own (uncompressed: see ``write_through``)."""
+        raw = self._raw
+        if raw is not None:
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                try:
+                    os.dup2(devnull, raw.fileno())
+                finally:
+                    os.close(devnull)
+            except (OSError, ValueError):
+                pass
+            _inherited.append((self._out, raw))  # never closed here: the parent owns the file
+        self._out = self._raw = None
+        return FileSink(self.directory, segment_bytes=self.segment_bytes, fsync=self.fsync)
+
+    def write_through(self) -> FileSink:
+        """A sink whose ``send_lines`` has handed the bytes to the OS when it returns (they
+        survive ``os._exit`` or a kill of the process): this one when uncompressed, else an
+        uncompressed sink on the same directory (a compressor holds data until it is closed)."""
+        if self.compression is None:
+            return self
+        return FileSink(self.directory, segment_bytes=self.segment_bytes, fsync=self.fsync)
+
+    # -- delivery -----------------------------------------------------------------------
+
     def send(self, events: list[dict[str, Any]]) -> None:
         self._write(b"".join([orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in events]))
 
@@ -70,9 +136,10 @@ class FileSink:
     def _write(self, data: bytes) -> None:
         if self._out is None or self._segment_size >= self.segment_bytes:
             self._rotate()
-        self._out.write(data)
-        if self.compression is None:
-            self._out.flush()  # hand the batch to the OS: a crash of this process loses nothing
+        if self.compression is None:  # unbuffered: the batch is in the OS when this returns
+            _write_all(self._out, data)
+        else:
+            self._out.write(data)
         self._segment_size += len(data)
         self.bytes_written += len(data)
 
@@ -83,14 +150,16 @@ class FileSink:
         self._close_segment()
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{self._prefix}-{len(self.paths) + 1:05d}{COMPRESSIONS[self.compression]}"
-        raw = open(path, "xb")
+        # unbuffered (no lock, no buffer): nothing a forked child could inherit half-written
+        raw = open(path, "xb", buffering=0)
         self._raw = raw
         if self.compression == "gzip":
-            self._out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1)
+            self._out = gzip.GzipFile(fileobj=_WholeWrites(raw), mode="wb", compresslevel=1)
         elif self.compression == "zstd":
             import zstandard
 
-            self._out = zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False)
+            compressor = zstandard.ZstdCompressor(level=3)
+            self._out = compressor.stream_writer(_WholeWrites(raw), closefd=False)
         else:
             self._out = raw
         self._segment_size = 0
@@ -104,7 +173,6 @@ class FileSink:
         try:
             if out is not raw:
                 out.close()  # writes the compression trailer
-            raw.flush()
             if self.fsync:
                 os.fsync(raw.fileno())
         finally:

@@ -99,6 +99,26 @@ class HttpSink:
         self._path = base if base.endswith("/v1/events") else base + "/v1/events"
         self._conn: http.client.HTTPConnection | None = None
 
+    # -- other processes ------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its settings (the receiving process opens connections of its own)."""
+        return {"url": self.url, "compression": self.compression, "token": self.token,
+                "timeout": self.timeout, "retries": self.retries, "backoff": self.backoff}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        url = state.pop("url")
+        self.__init__(url, **state)  # type: ignore[misc]
+        # the URL's ?compression= must not override the setting it was pickled with
+        self.compression = state["compression"]
+
+    def forked(self) -> HttpSink:
+        """In a forked child: a sink of its own (it connects on first use); the parent's
+        keep-alive connection is never used or shut down from the child."""
+        return _rebuilt(self)
+
+    # -- delivery -----------------------------------------------------------------------
+
     def send(self, events: list[dict[str, Any]]) -> None:
         self._post(encode_batch(events, self.compression))
 
@@ -156,6 +176,12 @@ class HttpSink:
                 self._conn.close()
             finally:
                 self._conn = None
+
+
+def _rebuilt(sink: HttpSink) -> HttpSink:
+    copy = HttpSink.__new__(HttpSink)
+    copy.__setstate__(sink.__getstate__())
+    return copy
 
 
 def _server_message(answer: bytes) -> str:

@@ -8,6 +8,7 @@ and the emitter spools the batch. paho-mqtt reconnects in its own network thread
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from typing import Any
@@ -20,6 +21,15 @@ __all__ = ["MqttSink", "run_topic"]
 
 #: characters MQTT reserves in topic names
 _RESERVED = str.maketrans({"+": "_", "#": "_", "/": "_", "\0": "_"})
+#: paho clients of a parent process that a forked child keeps (and never disconnects)
+_inherited: list[Any] = []
+
+
+def _own_client_id(state: dict[str, Any]) -> dict[str, Any]:
+    """Settings for a sink in this process: an explicit client id gets this process's pid."""
+    if state.get("client_id"):
+        state = {**state, "client_id": f"{state['client_id']}-{os.getpid()}"}
+    return state
 
 
 def run_topic(prefix: str, run_id: str) -> str:
@@ -40,9 +50,7 @@ class MqttSink:
     def __init__(self, host: str, port: int = 1883, prefix: str = "provkg", *,
                  compression: str | None = None, timeout: float = 5.0,
                  client_id: str | None = None, username: str | None = None,
-                 password: str | None = None) -> None:
-        import paho.mqtt.client as mqtt
-
+                 password: str | None = None, _connect: bool = True) -> None:
         if compression not in (None, "gzip", "zstd"):
             raise ValueError(f"compression must be gzip, zstd or none, not {compression!r}")
         if not prefix or any(c in prefix for c in "+#"):
@@ -51,18 +59,51 @@ class MqttSink:
         self.compression = compression
         self.timeout = timeout
         self.bytes_sent = 0
+        self._client_id, self._username, self._password = client_id, username, password
         self._connected = threading.Event()
-        self._client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
-                                   client_id=client_id or f"provkg-capture-{uuid.uuid4().hex[:16]}",
-                                   protocol=mqtt.MQTTv311)
-        if username:
-            self._client.username_pw_set(username, password)
-        self._client.on_connect = self._on_connect
-        self._client.on_disconnect = self._on_disconnect
-        self._client.reconnect_delay_set(min_delay=1, max_delay=5)
-        self._client.max_queued_messages_set(1000)  # bounded memory while the broker is away
-        self._client.connect_async(host, port, keepalive=30)
-        self._client.loop_start()
+        self._client: Any = None
+        self._start_lock = threading.Lock()
+        if _connect:
+            self._start()
+
+    def _start(self) -> None:
+        """Create the paho client and connect in its network thread (once)."""
+        import paho.mqtt.client as mqtt
+
+        with self._start_lock:
+            if self._client is not None:
+                return
+            client_id = self._client_id or f"provkg-capture-{uuid.uuid4().hex[:16]}"
+            client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2,
+                                 client_id=client_id, protocol=mqtt.MQTTv311)
+            if self._username:
+                client.username_pw_set(self._username, self._password)
+            client.on_connect = self._on_connect
+            client.on_disconnect = self._on_disconnect
+            client.reconnect_delay_set(min_delay=1, max_delay=5)
+            client.max_queued_messages_set(1000)  # bounded memory while the broker is away
+            client.connect_async(self.host, self.port, keepalive=30)
+            client.loop_start()
+            self._client = client
+
+    # -- other processes ------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its settings; the receiving process connects with a client id of its own
+        (one MQTT client id per connection: a shared one would take the parent's session)."""
+        return {"host": self.host, "port": self.port, "prefix": self.prefix,
+                "compression": self.compression, "timeout": self.timeout,
+                "client_id": self._client_id, "username": self._username,
+                "password": self._password}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**_own_client_id(state), _connect=False)  # type: ignore[misc]
+
+    def forked(self) -> MqttSink:
+        """In a forked child: a sink of its own (connected on first use, with its own client
+        id); the parent's client, socket and network thread are left alone."""
+        _inherited.append(self._client)  # never disconnected from here: the parent owns it
+        return MqttSink(**_own_client_id(self.__getstate__()), _connect=False)
 
     @classmethod
     def from_url(cls, url: str) -> MqttSink:
@@ -89,6 +130,8 @@ class MqttSink:
         self._publish([(run_id, compress(envelope(lines), self.compression))])
 
     def _publish(self, payloads: list[tuple[str, bytes]]) -> None:
+        if self._client is None:
+            self._start()
         if not self._connected.wait(self.timeout):
             raise ConnectionError(f"MQTT broker {self.host}:{self.port} is not reachable")
         messages = []
@@ -106,10 +149,13 @@ class MqttSink:
             self.bytes_sent += size
 
     def close(self) -> None:
+        client = self._client
+        if client is None:
+            return
         try:
-            self._client.disconnect()
+            client.disconnect()
         finally:
-            self._client.loop_stop()
+            client.loop_stop()
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
         if not getattr(reason, "is_failure", False):

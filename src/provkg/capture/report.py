@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Hashable
 
@@ -11,7 +12,8 @@ __all__ = ["logger", "report_once", "reported_causes"]
 logger = logging.getLogger("provkg.capture")
 
 _seen: set[Hashable] = set()
-_lock = threading.Lock()
+# reentrant: a SIGTERM handler may report while the main thread is in here
+_lock = threading.RLock()
 #: bounded so that a stream of distinct causes cannot grow memory without limit
 _MAX_CAUSES = 10_000
 
@@ -29,6 +31,15 @@ def report_once(cause: Hashable, message: str, *, level: int = logging.WARNING) 
     except Exception:  # a broken logging handler must not reach user code either
         pass
     return True
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.RLock()  # another thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def reported_causes() -> frozenset[Hashable]:

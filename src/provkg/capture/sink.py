@@ -3,6 +3,12 @@
 A sink receives batches of wire-format event dicts from the background thread. Raising from
 ``send`` means "not delivered, try again later" (the batch is spooled and re-sent);
 raising ``SinkRejected`` means "delivered and refused" (the batch is kept in ``rejected/``).
+
+Optional, for processes other than the one that opened the sink: ``forked()`` is called in a
+forked child (right after ``fork``: no thread, no network I/O) and returns the sink the child
+uses, leaving the parent's files and connections alone; a sink without it is not shared with a
+forked child (the child spools its events for ``provkg replay``). A sink that can be pickled
+goes with a pickled workflow to the process that receives it.
 """
 
 from __future__ import annotations
@@ -45,6 +51,29 @@ class MemorySink:
 
     def close(self) -> None:
         self.closed = True
+
+    def forked(self) -> MemorySink:
+        """In a forked child: this process's copy, with a fresh lock (events sent by the child
+        stay in the child's memory)."""
+        self._lock = threading.Lock()
+        return self
+
+
+class UnavailableSink:
+    """Stands in for a sink that could not be opened (or shared with this process): every
+    batch goes to the spool, for ``provkg replay``."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def send(self, events: list[dict[str, Any]]) -> None:
+        raise ConnectionError(self.reason)
+
+    def close(self) -> None:
+        pass
+
+    def forked(self) -> UnavailableSink:
+        return self
 
 
 def _file(url: str) -> Sink:

@@ -2,7 +2,7 @@
 
 Layout under the spool root (``PROVKG_SPOOL``, default ``./provkg-spool``)::
 
-    <root>/<run id>/<time ns>-<seq>.jsonl     pending events, one per line, oldest first
+    <root>/<run id>/<time ns>-<pid>-<seq>.jsonl   pending events, one per line, oldest first
     <root>/rejected/<run id>-<time ns>.jsonl  batches a receiver refused (4xx), for inspection
     <root>/rejected/<run id>-<time ns>.txt    ... and the receiver's message
 
@@ -10,12 +10,18 @@ Segments are plain JSONL, so ``provkg ingest DIR`` and ``provkg replay DIR --to 
 directly. The emitter spools events as the lines it already serialized and re-sends them as
 read (``read_lines``): a spooled event is serialized once, whatever the detour. The spool is bounded (``max_bytes``); a full or unwritable spool drops the batch and
 logs it once: it never raises into user code.
+
+Several processes may spool events of one run (a forked child, a worker that received the
+workflow): each writes segments of its own (its pid is in their names) and re-sends only those.
+When a run's owner closes, it also re-sends the segments left by processes that have exited
+(``adopt_orphans``): a worker killed before its background thread caught up loses nothing.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -33,6 +39,7 @@ DEFAULT_SPOOL_BYTES = 2 * 1024**3
 #: a segment is sealed (no more appends) past this size, so it can be replayed and deleted
 _SEGMENT_BYTES = 4 * 1024 * 1024
 _seq = itertools.count(1)
+_SEGMENT_NAME = re.compile(r"^\d{20}-(\d+)-\d{8}\.jsonl$")
 
 
 def spool_segments(root: str | os.PathLike[str]) -> list[Path]:
@@ -70,6 +77,16 @@ def read_segment_lines(path: Path) -> list[bytes]:
     return lines
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
 def _write_all(f: Any, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -88,9 +105,14 @@ class Spool:
         self.spooled_events = 0
         self.dropped_events = 0
         self.rejected_events = 0
-        self._lock = threading.Lock()
+        # reentrant: a SIGTERM handler may flush while the main thread is in here
+        self._lock = threading.RLock()
         self._current: Path | None = None
         self._current_size = 0
+        self._current_lines = 0
+        self._current_since = 0.0  # time.monotonic() of the current segment's first append
+        self._file: Any = None  # the current segment, open for appends
+        self._file_pid = 0
         self._sealed: list[Path] = []
         self._bytes = 0
 
@@ -116,26 +138,52 @@ class Spool:
                             f"({self.max_bytes} bytes): events are being dropped")
                 return False
             try:
+                if self._file is not None and os.fstat(self._file.fileno()).st_nlink == 0:
+                    # the open segment was taken meanwhile (a `provkg replay`): start another
+                    self._file.close()
+                    self._file = self._current = None
                 if self._current is None or self._current_size >= _SEGMENT_BYTES:
                     self._seal()
                     self.directory.mkdir(parents=True, exist_ok=True)
-                    self._current = self.directory / f"{time.time_ns():020d}-{next(_seq):08d}.jsonl"
-                    self._current_size = 0
-                with open(self._current, "ab", buffering=0) as f:
-                    try:
-                        _write_all(f, data)
-                    except OSError:
-                        f.truncate(self._current_size)  # no torn line in the middle of a segment
-                        raise
+                    self._current = self.directory / \
+                        f"{time.time_ns():020d}-{os.getpid()}-{next(_seq):08d}.jsonl"
+                    self._current_size = self._current_lines = 0
+                    self._current_since = time.monotonic()
+                f = self._file
+                if f is None or self._file_pid != os.getpid():  # (a forked child never reuses it)
+                    f = self._file = open(self._current, "ab", buffering=0)
+                    self._file_pid = os.getpid()
+                try:
+                    _write_all(f, data)
+                except OSError:
+                    f.truncate(self._current_size)  # no torn line in the middle of a segment
+                    raise
             except OSError as exc:
                 self.dropped_events += len(lines)
                 report_once(("spool-io", str(self.root), exc.errno), f"cannot write the spool "
                             f"{self.directory}: {exc}; events are being dropped")
                 return False
             self._current_size += len(data)
+            self._current_lines += len(lines)
             self._bytes += len(data)
             self.spooled_events += len(lines)
             return True
+
+    def release(self) -> None:
+        """Close the segment kept open for appends (a later append opens it again)."""
+        with self._lock:
+            file, self._file = self._file, None
+            if file is not None and self._file_pid == os.getpid():
+                try:
+                    file.close()
+                except OSError:
+                    pass
+
+    def ready(self, lines: int, age: float) -> bool:
+        """Whether a segment is worth re-sending now: a sealed one, or the current one once it
+        holds ``lines`` events or is ``age`` seconds old."""
+        return bool(self._sealed) or (self._current is not None and (
+            self._current_lines >= lines or time.monotonic() - self._current_since >= age))
 
     def read_lines(self, segment: Path) -> list[bytes]:
         """The encoded events of one of this spool's segments (see ``read_segment_lines``)."""
@@ -193,7 +241,43 @@ class Spool:
         self.rejected_events += len(lines)
         return folder / f"{stem}.jsonl"
 
+    def adopt_orphans(self) -> int:
+        """Take over the segments of this run left by processes that no longer run (a forked
+        child or a worker that exited before delivering them): they are re-sent with this
+        spool's own. Returns how many segments were adopted."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return 0
+        me = os.getpid()
+        found = []
+        for name in names:
+            match = _SEGMENT_NAME.match(name)
+            if match is None or int(match.group(1)) == me or _alive(int(match.group(1))):
+                continue
+            path = self.directory / name
+            if path in self._sealed or path == self._current:
+                continue
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            found.append((path, size))
+        if found:
+            with self._lock:
+                self._seal()
+                self._sealed = sorted(self._sealed + [p for p, _ in found], key=lambda p: p.name)
+                self._bytes += sum(size for _, size in found)
+        return len(found)
+
     def _seal(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            if self._file_pid == os.getpid():
+                try:
+                    file.close()
+                except OSError:
+                    pass
         if self._current is not None:
             self._sealed.append(self._current)
             self._current = None

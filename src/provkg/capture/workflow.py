@@ -3,14 +3,46 @@
 Every public method here is guarded: a failure inside provenance code is logged once per cause
 and never reaches user code, while an exception raised by user code inside ``with`` blocks marks
 the task and the workflow ``failed`` (with the message) and propagates unchanged.
+
+Processes. The process that creates a workflow *owns* the run: it alone records the run's begin
+and end. Another process can record tasks into the same run:
+
+* a child made by ``os.fork()`` (``multiprocessing`` with the ``fork`` start method, ``Pool``
+  workers, PyTorch ``DataLoader`` workers) continues with the workflows that were open in the
+  parent (``os.register_at_fork``): it gets a sender of its own (the parent's thread, queue,
+  files and connections are left alone), and
+* a process that received the ``Workflow`` object pickled (a ``spawn`` child:
+  ``Process(target=f, args=(wf,))``, ``pool.map(f, [(wf, x), ...])``, ``Pool(initializer=...,
+  initargs=(wf,))``) gets a view of the run.
+
+Such a process mints task ids ``<run id>.<pid>-<6 hex digits>.<n>`` (deterministic within the
+process, unique across processes even when a pid is reused or on another host), never records
+the run's begin or end, and makes each event durable before ``emit`` returns, since it may leave
+through ``os._exit`` or be terminated right after a task (see ``emitter``).
+
+Exits. While a workflow this process owns is open, and the process's SIGTERM handler is the
+default one (set from the main thread), a SIGTERM (SLURM, Kubernetes) ends the open tasks and
+the run ``failed`` with "terminated by SIGTERM", flushes (at most ``flush_timeout``, spooling the
+rest), restores the default handler and re-raises the signal (exit status 143). Other processes
+(forked children, workers) keep the default handler: their events are on disk already, and a
+Python-level handler could keep an idle ``Pool`` worker from dying (see ``_activate``). At
+interpreter exit, a workflow still open is ended the same way, with a message saying the process
+exited before ``end()`` (and the uncaught exception, if there was one); in a process that does
+not own the run, only its own open tasks are ended.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import pickle
+import signal
+import sys
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -18,24 +50,49 @@ from time import time as _now
 from types import TracebackType
 from typing import Any, TypeVar
 
+from provkg.capture import emitter as _emitter_module
 from provkg.capture.emitter import Emitter
 from provkg.capture.environment import capture_environment, default_agent
 from provkg.capture.report import report_once
-from provkg.capture.sink import Sink, open_sink
+from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
 from provkg.capture.values import _PLAIN, snapshot_values
 
-__all__ = ["workflow", "Workflow", "Task", "current_workflow", "current_task"]
+__all__ = ["workflow", "Workflow", "Task", "current_workflow", "current_task",
+           "sole_active_workflow", "active_workflows"]
 
 T = TypeVar("T")
 _MAX_MESSAGE = 4096
 _current_workflow: ContextVar[Workflow | None] = ContextVar("provkg_workflow", default=None)
 _current_task: ContextVar[Task | None] = ContextVar("provkg_task", default=None)
+#: every Workflow of this process that may still record (to continue them in a forked child)
+_workflows: weakref.WeakSet[Workflow] = weakref.WeakSet()
+#: the workflows this process records into now: begun (or received) and not ended
+_active: dict[Workflow, None] = {}
 
 
 def current_workflow() -> Workflow | None:
-    """The workflow whose ``with`` block (or ``begin()``) is active in this context."""
-    return _current_workflow.get()
+    """The workflow whose ``with`` block (or ``begin()``) is active in this context; failing
+    that (a thread of a pool, a worker process), the only workflow active in this process.
+    With several active and none in this context, None: pass the workflow explicitly."""
+    wf = _current_workflow.get()
+    if wf is None:
+        return sole_active_workflow()
+    return wf
+
+
+def sole_active_workflow() -> Workflow | None:
+    """The workflow active in this process when there is exactly one, else None."""
+    try:
+        (wf,) = _active
+    except (ValueError, RuntimeError):
+        return None
+    return wf
+
+
+def active_workflows() -> int:
+    """How many workflows this process records into now."""
+    return len(_active)
 
 
 def current_task() -> Task | None:
@@ -79,19 +136,6 @@ def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: s
                     max_spool_bytes=max_spool_bytes)
 
 
-class _UnavailableSink:
-    """Stands in for a sink that could not be opened: every batch goes to the spool."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def send(self, events: list[dict[str, Any]]) -> None:
-        raise ConnectionError(self.reason)
-
-    def close(self) -> None:
-        pass
-
-
 class Workflow:
     """One run of a prospective workflow. Create it with ``capture.workflow(...)``."""
 
@@ -99,7 +143,7 @@ class Workflow:
                  agent: str | None = None, flush_timeout: float = 5.0,
                  spool: str | os.PathLike[str] | None = None, batch_size: int = 50,
                  linger: float = 1.0, max_queue: int = 20_000,
-                 max_spool_bytes: int = DEFAULT_SPOOL_BYTES) -> None:
+                 max_spool_bytes: int = DEFAULT_SPOOL_BYTES, _owner: bool = True) -> None:
         self.name = _name(name, "workflow name")
         self.id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 900 else uuid.uuid4().hex
         if run_id is not None and self.id != run_id:
@@ -107,7 +151,12 @@ class Workflow:
                         "most 900 characters; a random id is used instead")
         self.agent = agent if isinstance(agent, str) and agent else default_agent()
         self.status: str | None = None
+        #: whether this process owns the run (records its begin and end); see the module doc
+        self.owner = _owner
         self._counter = itertools.count(1)
+        self._id_prefix = f"{self.id}." if _owner else f"{self.id}.{_process_tag()}."
+        self._open_tasks: dict[Task, None] = {}  # begun, not ended (ended at SIGTERM / exit)
+        self._sink_arg = sink if isinstance(sink, str) else None
         self._used: dict[str, Any] = {}
         self._generated: dict[str, Any] = {}
         self._began = False
@@ -119,12 +168,16 @@ class Workflow:
         except Exception as exc:
             report_once(("sink-open", str(sink)[:80]), f"cannot open the sink {sink!r}: {exc}; "
                         "events are spooled for `provkg replay`")
-            opened = _UnavailableSink(f"sink {sink!r} could not be opened: {exc}")
+            opened = UnavailableSink(f"sink {sink!r} could not be opened: {exc}")
         root = Path(spool if spool is not None else os.environ.get("PROVKG_SPOOL", DEFAULT_SPOOL))
         self.emitter = Emitter(opened, Spool(root, _safe_dirname(self.id), max_bytes=max_spool_bytes),
                                batch_size=batch_size, linger=linger, max_queue=max_queue,
-                               flush_timeout=flush_timeout, run_id=self.id)
+                               flush_timeout=flush_timeout, run_id=self.id, durable=not _owner)
         self._emit = self.emitter.emit
+        _workflows.add(self)
+        if not _owner:  # a view of a run begun elsewhere: it records tasks from now on
+            self._began = True
+            _activate(self)
 
     @property
     def sink(self) -> Sink:
@@ -151,13 +204,17 @@ class Workflow:
             self._emit(event)
             if _current_workflow.get() is None:
                 self._token = _current_workflow.set(self)
+            _activate(self)
         except Exception as exc:
             report_once(("wf-begin", type(exc)), f"recording the workflow begin failed: {exc!r}")
         return self
 
     def end(self, status: str = "finished", message: str | None = None) -> None:
         """Record the end of the run, deliver what is queued (at most ``flush_timeout`` s) and
-        spool the rest; idempotent. ``status`` is ``"finished"`` or ``"failed"``."""
+        spool the rest; idempotent. ``status`` is ``"finished"`` or ``"failed"``.
+
+        In a process that does not own the run (see the module docstring) this records no
+        event: it delivers this process's events and stops recording here."""
         if self._ended:
             return
         self._ended = True
@@ -166,23 +223,76 @@ class Workflow:
                 self.begin()
             if self._sections:  # sections whose loop was left by an exception or a break
                 self._close_sections(None, status, message)
-            self.status = status if status in ("finished", "failed") else "finished"
-            event: dict[str, Any] = {"type": "workflow", "event": "end", "id": self.id,
-                                     "time": time.time(), "workflow": self.name,
-                                     "status": self.status}
-            if message is not None:
-                event["message"] = str(message)[:_MAX_MESSAGE]
-            event["used"], event["generated"] = self._used, self._generated
-            self._emit(event)
+            if self.owner:
+                self.status = status if status in ("finished", "failed") else "finished"
+                event: dict[str, Any] = {"type": "workflow", "event": "end", "id": self.id,
+                                         "time": time.time(), "workflow": self.name,
+                                         "status": self.status}
+                if message is not None:
+                    event["message"] = str(message)[:_MAX_MESSAGE]
+                event["used"], event["generated"] = self._used, self._generated
+                self._emit(event)
             if self._token is not None:
                 try:
                     _current_workflow.reset(self._token)
                 except ValueError:  # ended in another context than it began
                     _current_workflow.set(None)
                 self._token = None
-            self.emitter.close()
+            _deactivate(self)
+            self.emitter.close(adopt=self.owner)
         except Exception as exc:
             report_once(("wf-end", type(exc)), f"recording the workflow end failed: {exc!r}")
+
+    def _abort(self, message: str) -> None:
+        """End the open tasks (newest first) and the run ``failed`` with ``message``."""
+        for task in reversed(list(self._open_tasks)):
+            task.end("failed", message)
+        self.end("failed", message)
+
+    # -- other processes --------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled, a workflow becomes a view of the same run in the receiving process (see the
+        module docstring); in this process, unpickling gives this very object back."""
+        return (_receive, (self._portable_state(),))
+
+    def _portable_state(self) -> dict[str, Any]:
+        sink: Any = self._sink_arg
+        if sink is None:
+            try:
+                sink = pickle.dumps(self.emitter.sink)
+            except Exception:  # an object of the user's that cannot travel: the view spools
+                sink = None
+        emitter = self.emitter
+        return {"name": self.name, "id": self.id, "agent": self.agent, "sink": sink,
+                "sink_type": type(emitter.sink).__name__,
+                "spool": os.path.abspath(emitter.spool.root),
+                "flush_timeout": emitter.flush_timeout,
+                "batch_size": emitter.batch_size, "linger": emitter.linger,
+                "max_queue": emitter.max_queue, "max_spool_bytes": emitter.spool.max_bytes}
+
+    def _continue_in_child(self) -> None:
+        """Right after ``fork``, in the child: record into the run as a non-owner, through a
+        sender of this process's own (no thread is started here; the parent's are gone)."""
+        parent_sink = self.emitter.sink
+        try:
+            forked = getattr(parent_sink, "forked", None)
+            sink: Sink = forked() if callable(forked) else UnavailableSink(
+                f"the sink {type(parent_sink).__name__} cannot be shared with a forked child "
+                "(it has no forked() method)")
+        except Exception as exc:
+            sink = UnavailableSink(f"the sink {type(parent_sink).__name__} could not be "
+                                   f"reopened in a forked child: {exc!r}")
+        self.emitter = self.emitter.child(sink)
+        self._emit = self.emitter.emit
+        self.owner = False
+        self._began = True
+        self._counter = itertools.count(1)
+        self._id_prefix = f"{self.id}.{_process_tag()}."
+        for task in self._open_tasks:  # the parent's tasks: the parent ends them
+            task._state = 2
+        self._open_tasks = {}
+        self._sections = []
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until queued events are delivered (or spooled); True when none is left in memory."""
@@ -205,7 +315,10 @@ class Workflow:
     # -- values of the run itself -----------------------------------------------------
 
     def use(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> Workflow:
-        """Values the whole run used (e.g. its configuration): by name, or a mapping."""
+        """Values the whole run used (e.g. its configuration): by name, or a mapping. Recorded
+        by the process that owns the run (with its begin or end)."""
+        if not self.owner:
+            _not_here("use")
         try:
             for part in (values or {}, named):
                 snapshot_values(part, into=self._used, where=f"workflow {self.name!r}")
@@ -214,7 +327,10 @@ class Workflow:
         return self
 
     def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> Workflow:
-        """Values the whole run produced (by name, or a mapping); sent with its end event."""
+        """Values the whole run produced (by name, or a mapping); sent with its end event, by
+        the process that owns the run."""
+        if not self.owner:
+            _not_here("generate")
         try:
             for part in (values or {}, named):
                 snapshot_values(part, into=self._generated, where=f"workflow {self.name!r}")
@@ -293,7 +409,7 @@ class Task:
                  index: int | None, used: Mapping[str, Any] | None,
                  dependencies: Iterable[Task | str] | None) -> None:
         self.workflow = workflow
-        self.id = f"{workflow.id}.{next(workflow._counter)}"
+        self.id = f"{workflow._id_prefix}{next(workflow._counter)}"
         self.transformation = transformation
         self.parent = parent
         self.index = index
@@ -349,6 +465,7 @@ class Task:
                     event["dependencies"] = dependencies
             event["used"], self._used = self._used, {}
             wf._emit(event)
+            wf._open_tasks[self] = None
         except Exception as exc:
             report_once(("task-begin", type(exc)), f"recording a task begin failed: {exc!r}")
         return self
@@ -362,6 +479,7 @@ class Task:
                 self.begin()
             self._state = 2
             wf = self.workflow
+            wf._open_tasks.pop(self, None)
             if wf._sections:
                 wf._close_sections(self, status, message)
             self.status = status if status == "finished" or status == "failed" else "finished"
@@ -472,3 +590,142 @@ def _describe(exc: BaseException) -> str:
     except Exception:  # an exception whose __str__ fails must not replace the user's exception
         text = ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _process_tag() -> str:
+    """Tells this process's task ids from those of other processes of the same run."""
+    return f"{os.getpid()}-{os.urandom(3).hex()}"
+
+
+def _not_here(what: str) -> None:
+    report_once(("wf-values-here", what), f"workflow.{what}() in a process that does not own the "
+                "run (a forked child or a worker): the run's own values are recorded by its owner; "
+                "record them on a task here")
+
+
+def _receive(state: dict[str, Any]) -> Workflow:
+    """Unpickle a workflow: this process's object for that run, else a new view of it."""
+    for wf in list(_workflows):
+        if wf.id == state["id"] and not wf._ended:
+            return wf
+    sink: Any = state.get("sink")
+    try:
+        if isinstance(sink, bytes):
+            sink = pickle.loads(sink)
+    except Exception as exc:
+        sink = None
+        problem = f"could not be rebuilt here: {exc!r}"
+    else:
+        problem = "could not be pickled"
+    if sink is None:
+        sink = UnavailableSink(f"the sink {state.get('sink_type')} of run {state['id']} {problem}")
+    return Workflow(state["name"], sink=sink, run_id=state["id"], agent=state.get("agent"),
+                    flush_timeout=state["flush_timeout"], spool=state["spool"],
+                    batch_size=state["batch_size"], linger=state["linger"],
+                    max_queue=state["max_queue"], max_spool_bytes=state["max_spool_bytes"],
+                    _owner=False)
+
+
+# -- the process's lifecycle: fork, SIGTERM, exit ----------------------------------------
+
+_terminating = False
+
+
+def _activate(wf: Workflow) -> None:
+    _active[wf] = None
+    if wf.owner:
+        # Only the owner: a process that does not own the run has each event on disk already,
+        # and must die of SIGTERM at once. A Python-level handler runs only when the main thread
+        # is back in the interpreter: an idle Pool worker waiting for a lock that the pool, as
+        # it terminates, never releases would hang Pool.terminate().
+        _install_sigterm()
+
+
+def _deactivate(wf: Workflow) -> None:
+    _active.pop(wf, None)
+    if not _active:
+        _uninstall_sigterm()
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _install_sigterm() -> None:
+    """Our SIGTERM handler, when the process has the default one (a handler of the user's or
+    of a library is never replaced); ``signal`` allows it from the main thread only."""
+    if not _in_main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _uninstall_sigterm() -> None:
+    if not _in_main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _abort_all(message: str) -> None:
+    for wf in reversed(list(_active)):
+        try:
+            wf._abort(message)
+        except Exception as exc:  # pragma: no cover - guarded inside already
+            report_once(("abort", type(exc)), f"ending an open workflow failed: {exc!r}")
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """End what is open as failed, flush (bounded), then die of SIGTERM as if not handled."""
+    global _terminating
+    if _terminating:
+        return
+    _terminating = True
+    try:
+        _abort_all("terminated by SIGTERM")
+        _emitter_module.close_all()  # workflows that were ending when the signal came
+    except BaseException:  # noqa: BLE001 - dying anyway: the default action must follow
+        pass
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+    finally:
+        os._exit(128 + signal.SIGTERM)  # only if the signal did not end the process
+
+
+def _end_open_at_exit() -> None:
+    """Interpreter exit with workflows still open: end them (and their tasks) as failed."""
+    if not _active:
+        return
+    message = "the process exited before end() was called"
+    exc = getattr(sys, "last_value", None)  # set when an uncaught exception was printed
+    if isinstance(exc, BaseException):
+        message += f": uncaught {_describe(exc)}"
+    _abort_all(message)
+
+
+# registered after the emitter's atexit hook, so it runs before it (atexit is LIFO)
+atexit.register(_end_open_at_exit)
+
+
+def _after_fork_in_child() -> None:
+    global _terminating
+    _terminating = False
+    try:
+        _uninstall_sigterm()  # the parent's: this process owns no run (see _activate)
+        _emitter_module.forget_inherited()
+        for wf in list(_workflows):
+            if not wf._ended:
+                wf._continue_in_child()
+    except Exception as exc:  # pragma: no cover - must never break the user's fork
+        report_once(("fork", type(exc)), f"continuing capture in a forked child failed: {exc!r}")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,243 @@
+"""Capture across processes: forked children (os.fork, multiprocessing ``fork``, Pool workers)
+continue the parent's run with ids of their own and lose nothing even when they leave through
+``os._exit`` or are terminated; a ``spawn`` child records into the run once it received ``wf``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing as mp
+import os
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from capture_receivers import HttpReceiver
+
+from provkg import capture
+from provkg.capture.spool import spool_segments
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+
+
+def read_events(directory: Path) -> list[dict]:
+    events = []
+    for path in sorted(directory.glob("*.jsonl*")):
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        events += [json.loads(line) for line in data.splitlines() if line.strip()]
+    return events
+
+
+def check_run(events: list[dict], run_id: str) -> None:
+    """One begin and one end per id (the run's only from its owner), every task ended."""
+    counts = Counter((e["id"], e["event"]) for e in events)
+    assert all(n == 1 for n in counts.values()), [k for k, n in counts.items() if n > 1]
+    assert counts[(run_id, "begin")] == counts[(run_id, "end")] == 1
+    begun = {e["id"] for e in events if e["type"] == "task" and e["event"] == "begin"}
+    ended = {e["id"] for e in events if e["type"] == "task" and e["event"] == "end"}
+    assert begun == ended
+
+
+@capture.track(generated="square")
+def square(i: int) -> int:
+    return i * i
+
+
+def explicit_child(i: int) -> str:
+    wf = capture.current_workflow()
+    with wf.task("child", index=i) as task:
+        task.generate(value=i)
+    square(i)
+    return task.id
+
+
+def test_a_forked_process_records_into_the_run_with_task_ids_of_its_own(tmp_path):
+    ctx = mp.get_context("fork")
+    with capture.workflow("forks", sink=f"file:{tmp_path / 'out'}", run_id="r",
+                          spool=tmp_path / "spool") as wf:
+        with wf.task("training") as training:
+            child = ctx.Process(target=explicit_child, args=(7,))
+            child.start()  # multiprocessing children leave through os._exit: no atexit there
+            child.join()
+            with wf.task("after") as after:
+                pass
+    assert child.exitcode == 0
+    events = read_events(tmp_path / "out")
+    check_run(events, "r")
+    by_name = {e["transformation"]: e for e in events
+               if e["type"] == "task" and e["event"] == "end"}
+    assert set(by_name) == {"training", "child", "square", "after"}
+    child_id, square_id = by_name["child"]["id"], by_name["square"]["id"]
+    assert after.id == "r.2" and training.id == "r.1"  # the parent's counter is its own
+    tag = child_id.split(".")[1]
+    assert tag.startswith(f"{child.pid}-")
+    assert child_id == f"r.{tag}.1" and square_id == f"r.{tag}.2"
+    begins = {e["id"]: e for e in events if e["event"] == "begin"}
+    assert "parent" not in begins[child_id]
+    assert begins[square_id]["parent"] == training.id  # the task open in the parent at fork
+    assert by_name["square"]["generated"] == [{"name": "square", "value": 49}]
+
+
+def test_pool_workers_terminated_by_the_pool_lose_no_event(tmp_path):
+    """``with Pool()`` terminates its workers (SIGTERM) right after the last result."""
+    ctx = mp.get_context("fork")
+    with capture.workflow("pool", sink=f"file:{tmp_path / 'out'}", run_id="p",
+                          spool=tmp_path / "spool") as wf:
+        with ctx.Pool(3) as pool:
+            ids = pool.map(explicit_child, range(12))
+        with wf.task("after"):
+            pass
+    events = read_events(tmp_path / "out")
+    check_run(events, "p")
+    ended = Counter(e["transformation"] for e in events
+                    if e["type"] == "task" and e["event"] == "end")
+    assert ended == {"child": 12, "square": 12, "after": 1}
+    assert len(set(ids)) == 12 and all(i.startswith("p.") and i.count(".") == 2 for i in ids)
+
+
+def test_a_forked_child_that_ends_the_inherited_run_and_tasks_records_nothing_of_them(tmp_path):
+    """A bare os.fork() child leaving the parent's ``with`` blocks must not end the parent's
+    run or tasks; its own task is recorded."""
+    with capture.workflow("bare", sink=f"file:{tmp_path / 'out'}", run_id="b",
+                          spool=tmp_path / "spool") as wf:
+        with wf.task("training") as training:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                try:
+                    with wf.task("in-child"):
+                        pass
+                    training.end("failed", "child")
+                    wf.end("failed", "child")
+                finally:
+                    os._exit(0)
+            _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    events = read_events(tmp_path / "out")
+    check_run(events, "b")
+    ends = {e["id"]: e for e in events if e["event"] == "end"}
+    assert ends["b"]["status"] == "finished" and ends[training.id]["status"] == "finished"
+    assert [e["transformation"] for e in events if e["event"] == "end" and e["type"] == "task"
+            and e["id"].startswith(f"b.{pid}-")] == ["in-child"]
+
+
+def test_a_compressed_file_sink_of_the_parent_stays_intact_after_a_fork(tmp_path):
+    with capture.workflow("gz", sink=f"file:{tmp_path / 'out'}?compression=gzip", run_id="g",
+                          spool=tmp_path / "spool", linger=0.01) as wf:
+        for i in range(50):
+            with wf.task("before", index=i):
+                pass
+        assert wf.flush(5)  # the parent's gzip segment is open, mid-stream, at the fork
+        child = mp.get_context("fork").Process(target=explicit_child, args=(1,))
+        child.start()
+        child.join()
+        for i in range(50):
+            with wf.task("after", index=i):
+                pass
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert sum(n.endswith(".jsonl.gz") for n in names) == 1  # the parent's, readable to the end
+    assert sum(n.endswith(".jsonl") for n in names) == 1  # the child's: uncompressed, durable
+    events = read_events(tmp_path / "out")
+    check_run(events, "g")
+    assert Counter(e.get("transformation") for e in events if e["event"] == "end") == \
+        {"before": 50, "after": 50, "child": 1, "square": 1, None: 1}
+
+
+def quick_child(i: int) -> None:
+    with capture.current_workflow().task("child", index=i) as task:
+        task.generate(value=i)
+    os._exit(0)  # long before its sender's linger: the events are in its spool
+
+
+def test_a_forked_child_with_an_http_sink_spools_and_the_owner_delivers_at_end(tmp_path):
+    receiver = HttpReceiver().start()
+    try:
+        with capture.workflow("http-fork", sink=receiver.url, run_id="h",
+                              spool=tmp_path / "spool", linger=5.0):
+            fork = mp.get_context("fork")
+            children = [fork.Process(target=quick_child, args=(i,)) for i in range(3)]
+            for child in children:
+                child.start()
+            for child in children:
+                child.join()
+        keys = receiver.recorder.unique
+    finally:
+        receiver.kill()
+    child_ids = {k for k, kind in keys if k != "h"}
+    assert len(child_ids) == 3
+    assert {(i, kind) for i in child_ids for kind in ("begin", "end")} <= keys
+    assert {("h", "begin"), ("h", "end")} <= keys
+    assert not receiver.invalid
+    assert spool_segments(tmp_path / "spool") == []  # the owner re-sent what the children left
+
+
+class KeepsSocket:
+    """A sink of the user's without ``forked()``: a child must not use the parent's object."""
+
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+        self.events: list[dict] = []
+
+    def send(self, events):
+        self.pids.add(os.getpid())
+        self.events += events
+
+    def close(self):
+        pass
+
+
+def test_a_sink_object_without_forked_is_not_used_by_a_child_whose_events_are_spooled(tmp_path):
+    sink = KeepsSocket()
+    with capture.workflow("custom", sink=sink, run_id="c", spool=tmp_path / "spool") as wf:
+        child = mp.get_context("fork").Process(target=quick_child, args=(0,))
+        child.start()
+        child.join()
+        with wf.task("after"):
+            pass
+    assert sink.pids == {os.getpid()}
+    # the owner adopted the child's spooled events at end and delivered them to its sink
+    assert Counter(e["event"] for e in sink.events if e.get("transformation") == "child") == \
+        {"begin": 1, "end": 1}
+
+
+def test_a_workflow_unpickled_in_its_own_process_is_the_same_object(tmp_path):
+    with capture.workflow("same", sink=f"file:{tmp_path / 'out'}") as wf:
+        assert pickle.loads(pickle.dumps(wf)) is wf
+
+
+# -- spawn: the child receives ``wf`` -----------------------------------------------------
+
+
+def spawned_child(wf: capture.Workflow, n: int) -> None:
+    for i in range(n):
+        with wf.task("spawned", index=i) as task:
+            task.generate(value=i)
+    square(n)  # @capture.track: the process's only active workflow is the one it received
+
+
+def init_worker(wf: capture.Workflow) -> None:
+    """Pool initializer: receiving ``wf`` is all it takes."""
+
+
+def test_spawn_recipe_pass_the_workflow_to_the_child(tmp_path):
+    ctx = mp.get_context("spawn")
+    with capture.workflow("spawn", sink=f"file:{tmp_path / 'out'}", run_id="s",
+                          spool=tmp_path / "spool") as wf:
+        child = ctx.Process(target=spawned_child, args=(wf, 3))
+        child.start()
+        child.join(120)
+        with ctx.Pool(2, initializer=init_worker, initargs=(wf,)) as pool:
+            assert pool.map(square, range(6)) == [i * i for i in range(6)]
+        with wf.task("after") as after:
+            pass
+    assert child.exitcode == 0
+    events = read_events(tmp_path / "out")
+    check_run(events, "s")
+    ended = Counter(e["transformation"] for e in events
+                    if e["type"] == "task" and e["event"] == "end")
+    assert ended == {"spawned": 3, "square": 7, "after": 1}
+    assert after.id == "s.1"
+    assert [e for e in events if e["type"] == "workflow"][0]["environment"]["pid"] == os.getpid()
+    squares = sorted(v["value"] for e in events if e.get("transformation") == "square"
+                     and e["event"] == "end" for v in e["generated"])
+    assert squares == sorted([9] + [i * i for i in range(6)])
