@@ -30,9 +30,8 @@ _INLINE_BYTES = 256 * 1024
         "must be strict JSON: a bare `NaN`, `Infinity`, `-Infinity` or a number overflowing a "
         "double is refused (send such numbers as the strings `\"NaN\"`, `\"Infinity\"`, "
         "`\"-Infinity\"`, or as null), and so are a `time` outside 0 .. 253402300800 (seconds, "
-        "not milliseconds) and integers beyond 64 bits, which the ingest queue would round to "
-        "doubles (send them as strings, or load them from a file with `provkg ingest`, which "
-        "keeps them exact). The whole batch is validated first (a bad "
+        "not milliseconds); integers are kept exact however large. The whole batch is validated "
+        "first (a bad "
         "field is named by its JSON path, and nothing of a rejected batch is kept), then written "
         "to the server's durable queue and acknowledged with 202; a worker maps it into the store "
         "within moments. Posting the same events again adds nothing (idempotent)."),
