@@ -387,18 +387,13 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
             (``events[0].used[1].value: NaN is not JSON ...``), prefixed by ``where``.
         NotJson: malformed text (orjson's reason, with line and column).
     """
-    return _load(data, where)[0]
-
-
-def _load(data: bytes | str, where: str) -> tuple[Any, bool]:
-    """:func:`load_json`, and whether the text may hold integers beyond 64 bits."""
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         failure: str | None = str(exc)
     else:
-        if not _has_long_digits(data):
-            return obj, False
+        if not _has_long_digits(data):  # orjson would have made a long integer a double
+            return obj
         failure = None
     # the slow path: the standard parser keeps integers exact and says where a NaN is
     found: list[int] = []
@@ -427,7 +422,7 @@ def _load(data: bytes | str, where: str) -> tuple[Any, bool]:
         raise _number_problems(_bad_numbers(exact), where)
     if failure is not None:  # e.g. an escaped lone surrogate, which json allows
         raise NotJson(f"{where}not JSON ({failure})", failure)
-    return exact, True
+    return exact
 
 
 def _number_problems(found: list[tuple[str, str]], where: str) -> BadEvent:

@@ -28,21 +28,10 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
-from provkg.store.base import ntriples_term
+from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term
 
 __all__ = ["answer", "main"]
-
-
-def _nt(term: Any) -> str:
-    if isinstance(term, ox.NamedNode):
-        return ntriples_term("uri", term.value)
-    if isinstance(term, ox.BlankNode):
-        return ntriples_term("bnode", term.value)
-    if isinstance(term, ox.Literal):
-        lang = term.language
-        return ntriples_term("literal", term.value, None if lang else term.datatype.value, lang)
-    return str(term)
 
 
 #: a read-only RocksDB instance can race the writer's compaction (a table file listed in the

@@ -156,7 +156,8 @@ class OxigraphStore(Store):
         answer = self._query(query)
         if not isinstance(answer, ox.QueryTriples):
             raise StoreError("construct() needs a CONSTRUCT or DESCRIBE query")
-        return [(_nt(t.subject), _nt(t.predicate), _nt(t.object)) for t in answer]
+        return [(oxigraph_ntriples_term(t.subject), oxigraph_ntriples_term(t.predicate),
+                 oxigraph_ntriples_term(t.object)) for t in answer]
 
     def count(self, *, graph: str | None = None) -> int:
         if graph is None:
@@ -231,9 +232,12 @@ def oxigraph_result_term(term: object) -> dict[str, object] | None:
     return result_term("literal", str(term))
 
 
-def _nt(term: object) -> str:
+def oxigraph_ntriples_term(term: object) -> str:
+    """A pyoxigraph term in N-Triples syntax, as :mod:`provkg.term` writes it."""
     if isinstance(term, ox.Literal):
         return ntriples_term("literal", term.value, term.datatype.value, term.language)
     if isinstance(term, ox.BlankNode):
         return ntriples_term("bnode", term.value)
-    return ntriples_term("uri", term.value)  # type: ignore[attr-defined]
+    if isinstance(term, ox.NamedNode):
+        return ntriples_term("uri", term.value)
+    return str(term)  # a quoted triple (RDF 1.2)
