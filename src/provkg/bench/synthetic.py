@@ -5,11 +5,13 @@ stage; every stage runs ``epochs`` epoch sections of ``*_batches`` batch section
 batch records its loss (and, in training, its hyperparameters); each training epoch uses
 hyperparameters and generates a model (a file by reference) and its evaluations; the
 validation and evaluation epochs use that model and evaluate it. The learning workflows
-all train on a dataset that a preparation run cut from a SEG-Y file (slice range, tile
-size, noise threshold), after a curation run extracted the file's metadata; the file's
-value denotes a resource of a small seismic domain KG (survey, field, basin, geometry).
-A second preparation run over another slice range is a decoy no training uses, so the
-slice-range filter of Q5 has something to reject.
+each train on their own dataset, which a preparation run cut from one seismic cube (a SEG-Y
+file) as a set of slices of the same length, as in the paper's use case ("the trainer
+selects up to 8 different sets of seismic slices", section 5.3); so a query about one
+dataset aggregates one workflow's 60,000 training batches, the paper's section 5.4 figure.
+A curation run extracted each file's metadata; the file's value denotes a resource of a
+small seismic domain KG (survey, field, basin, geometry). One more preparation run, over
+a second file, is a decoy no training uses.
 
 Events are plain wire-format v1 dicts (``provkg.events``), built fast, grouped so that
 the triples of one group never repeat the triples of another ``bulk`` group: the mapper
@@ -180,9 +182,26 @@ _SEISMIC = (
              "POLYGON((173.6 -38.9, 174.1 -38.9, 174.1 -38.6, 173.6 -38.6, 173.6 -38.9))"),
 )
 
-#: (seismic file, slice start, slice end, tile size, noise threshold) per preparation run;
-#: every learning workflow trains on the first one
-_PREPARATIONS = (("prep-a", 0, 100, 400, 64, 0.05), ("prep-b", 1, 250, 600, 128, 0.1))
+
+@dataclass(frozen=True)
+class _Preparation:
+    run: str
+    seismic: int  # index into _SEISMIC
+    slice_start: int
+    slice_end: int
+    tile_size: int
+    noise_threshold: float
+
+    def dataset(self, name: str) -> str:
+        return _dataset_location(self.run, name)
+
+
+def _preparations(shape: Shape) -> list[_Preparation]:
+    """One run per learning workflow (equal-length slice sets of the first cube, in the
+    workflows' order), then the decoy over the second file."""
+    length = _SEISMIC[0].slices // max(8, shape.workflows)
+    return [_Preparation(f"prep-{k + 1}", 0, k * length, (k + 1) * length, 64, 0.05)
+            for k in range(shape.workflows)] + [_Preparation("prep-decoy", 1, 250, 600, 128, 0.1)]
 
 
 def domain_kg_turtle() -> str:
@@ -223,7 +242,8 @@ class EventGroup:
     """Events whose triples may repeat among themselves but never in another bulk group.
 
     ``shared`` groups (workflow runs, stages, curation, preparation: a few hundred
-    events) may repeat each other's triples (a dataset used by eight trainings).
+    events) may repeat each other's triples (a model the validation and evaluation
+    stages use too).
     """
 
     events: list[dict] = field(default_factory=list)
@@ -260,7 +280,7 @@ def _workflow(events: list[dict], run: str, workflow: str, t0: float, t1: float)
     events.append({**common, "event": "end", "time": t1, "status": "finished"})
 
 
-def _lineage_groups() -> Iterator[EventGroup]:
+def _lineage_groups(shape: Shape) -> Iterator[EventGroup]:
     """Curation of each SEG-Y file, then the preparation runs that cut datasets from them."""
     group = EventGroup(shared=True)
     for i, s in enumerate(_SEISMIC):
@@ -271,16 +291,15 @@ def _lineage_groups() -> Iterator[EventGroup]:
               used=[{"name": "segy_file", "location": s.location, "domain": s.resource}],
               generated=[_value("number_of_slices", s.slices), _value("coordinates", s.wkt),
                          _value("inline_start", 100), _value("inline_end", 100 + s.slices)])
-    for run, seismic_index, start, end, tile, noise in _PREPARATIONS:
-        s = _SEISMIC[seismic_index]
-        t0 = _T0 - 3600 + 60 * seismic_index
-        _workflow(group.events, run, PREPARATION_WORKFLOW, t0, t0 + 50)
-        _task(group.events, run, f"{run}/prepare", "prepare_datasets", t0 + 1, t0 + 49,
+    for i, p in enumerate(_preparations(shape)):
+        s = _SEISMIC[p.seismic]
+        t0 = _T0 - 3600 + 60 * i
+        _workflow(group.events, p.run, PREPARATION_WORKFLOW, t0, t0 + 50)
+        _task(group.events, p.run, f"{p.run}/prepare", "prepare_datasets", t0 + 1, t0 + 49,
               used=[{"name": "segy_file", "location": s.location, "domain": s.resource},
-                    _value("slice_start", start), _value("slice_end", end),
-                    _value("tile_size", tile), _value("noise_threshold", noise)],
-              generated=[{"name": n, "location": _dataset_location(run, n),
-                          "derived_from": [s.location]}
+                    _value("slice_start", p.slice_start), _value("slice_end", p.slice_end),
+                    _value("tile_size", p.tile_size), _value("noise_threshold", p.noise_threshold)],
+              generated=[{"name": n, "location": p.dataset(n), "derived_from": [s.location]}
                          for n in ("train_set", "validation_set", "test_set")])
     yield group
 
@@ -343,10 +362,8 @@ def _loss(cfg: _Config, epoch: int) -> float:
 
 
 def _learning_groups(shape: Shape) -> Iterator[EventGroup]:
-    train_set = _dataset_location(_PREPARATIONS[0][0], "train_set")
-    stage_sets = {"validation": _dataset_location(_PREPARATIONS[0][0], "validation_set"),
-                  "evaluation": _dataset_location(_PREPARATIONS[0][0], "test_set")}
     configs = _configs(shape)
+    preparations = _preparations(shape)
     epoch_seconds = {c.run: _epoch_seconds(shape, c) for c in configs}
     head = EventGroup(shared=True)
     for c in configs:
@@ -354,6 +371,10 @@ def _learning_groups(shape: Shape) -> Iterator[EventGroup]:
         t1 = t0 + shape.epochs * epoch_seconds[c.run] + 10
         final = _loss(c, shape.epochs - 1)
         model = final_model_location(c.index)
+        prep = preparations[c.index]
+        train_set = prep.dataset("train_set")
+        stage_sets = {"validation": prep.dataset("validation_set"),
+                      "evaluation": prep.dataset("test_set")}
         _workflow(head.events, c.run, LEARNING_WORKFLOW, t0, t1)
         _task(head.events, c.run, f"{c.run}/training", "training", t0 + 1, t1 - 1,
               used=[{"name": "train_set", "location": train_set},
@@ -442,7 +463,7 @@ def _measure(name: str, loss: float) -> float:
 
 def iter_event_groups(shape: Shape = PAPER_SHAPE) -> Iterator[EventGroup]:
     """All events of one dataset, in groups (see :class:`EventGroup`). Deterministic."""
-    yield from _lineage_groups()
+    yield from _lineage_groups(shape)
     yield from _learning_groups(shape)
 
 
@@ -462,14 +483,15 @@ def count_groups(shape: Shape) -> int:
 
 
 def query_parameters(shape: Shape = PAPER_SHAPE) -> dict[str, object]:
-    """A value for every parameter name the canned queries take, pointing at data that exists."""
-    _, _, start, end, _, _ = _PREPARATIONS[0]
+    """A value for every parameter name the canned queries take, pointing at data that exists
+    (the first learning workflow's model, dataset and slice range)."""
+    prep = _preparations(shape)[0]
     return {
         "model": final_model_location(0),
         "data": final_model_location(0),
-        "dataset": _dataset_location(_PREPARATIONS[0][0], "train_set"),
-        "slice_start": start,
-        "slice_end": end,
+        "dataset": prep.dataset("train_set"),
+        "slice_start": prep.slice_start,
+        "slice_end": prep.slice_end,
         "training": "w1/training",
         "epoch": shape.epochs // 2,
         "workflow": LEARNING_WORKFLOW,
@@ -482,9 +504,10 @@ def query_parameters(shape: Shape = PAPER_SHAPE) -> dict[str, object]:
 class GroundTruth:
     """Answers computed from the generator's own numbers, independent of mapper and queries."""
 
-    #: final model location -> (least training batch loss, least validation batch loss): Q7
+    #: final model location -> (least training batch loss, least validation batch loss) of
+    #: the trainings on the queried dataset (``query_parameters``): Q7
     min_batch_loss: dict[str, tuple[float, float]]
-    seismic_file: str                               # the SEG-Y location behind every model
+    seismic_file: str                               # the SEG-Y location behind that dataset
     basin: str
     field: str
     slices: int
@@ -495,11 +518,16 @@ class GroundTruth:
 
 def ground_truth(shape: Shape) -> GroundTruth:
     """Recompute the facts the tests check by walking the events (cheap at small scales)."""
+    prep = _preparations(shape)[0]
+    dataset = prep.dataset("train_set")
+    trained_on = {ev["workflow_id"] for group in _learning_groups(shape) for ev in group.events
+                  if ev.get("transformation") == "training" and ev["event"] == "begin"
+                  and any(u.get("location") == dataset for u in ev.get("used", ()))}
     least: dict[str, dict[str, float]] = {}
     for group in _learning_groups(shape):
         for ev in group.events:
             tr = ev.get("transformation", "")
-            if tr.endswith("_batch") and ev["event"] == "end":
+            if tr.endswith("_batch") and ev["event"] == "end" and ev["workflow_id"] in trained_on:
                 run = ev["workflow_id"]
                 stage = tr.removesuffix("_batch")
                 loss = ev["generated"][0]["value"]
@@ -507,11 +535,10 @@ def ground_truth(shape: Shape) -> GroundTruth:
                 mins[stage] = min(mins.get(stage, math.inf), loss)
     mins = {final_model_location(int(run[1:]) - 1): (m["training"], m["validation"])
             for run, m in least.items()}
-    _, seismic_index, start, end, tile, noise = _PREPARATIONS[0]
-    s = _SEISMIC[seismic_index]
+    s = _SEISMIC[prep.seismic]
     return GroundTruth(min_batch_loss=mins, seismic_file=s.location, basin=s.basin,
-                       field=s.field, slices=s.slices, slice_range=(start, end), tile_size=tile,
-                       noise_threshold=noise)
+                       field=s.field, slices=s.slices, slice_range=(prep.slice_start, prep.slice_end),
+                       tile_size=prep.tile_size, noise_threshold=prep.noise_threshold)
 
 
 def value_iri(location: str) -> str:
