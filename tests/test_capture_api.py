@@ -125,7 +125,7 @@ def test_ref_accepts_ids_and_refs_and_paths():
 
 def test_bad_ref_arguments_are_logged_not_raised(caplog):
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):
-        r = capture.ref("not a uri", id=5, derived_from=[object()])
+        r = capture.ref(b"/data/x.h5", id=5, derived_from=[object()])
     assert r.location is None and r.id is None and r.derived_from == ()
     assert "not a URI" in caplog.text
 

@@ -140,8 +140,11 @@ def test_unreachable_server_at_start_spools_everything_then_cli_replays(tmp_path
         assert main(["replay", str(spool), "--to", server.url]) == 0
     finally:
         server.kill()
-    # tasks were begun but never ended: only their begin events exist
-    assert recorder.unique == {(wf.id, "begin"), (wf.id, "end")} | {(t, "begin") for t in ids}
+    # tasks begun and never ended are ended (failed) with the workflow
+    assert recorder.unique == {(wf.id, "begin"), (wf.id, "end")} | \
+        {(t, kind) for t in ids for kind in ("begin", "end")}
+    assert {e["status"] for (t, kind), e in recorder.events.items() if t in ids and kind == "end"} \
+        == {"failed"}
     assert "re-sent" in capsys.readouterr().err
 
 

@@ -111,11 +111,28 @@ class Emitter:
     def emit(self, event: dict[str, Any]) -> None:
         """Queue one event; spill to the spool when the queue is full. Never blocks on I/O
         except that spill, never raises."""
+        if self._closed:
+            self._late(event)
+            return
         queue = self._queue
         if len(queue) < self.max_queue:
             queue.append(event)
             return
         self._spill(event)
+
+    def _late(self, event: dict[str, Any]) -> None:
+        """An event recorded after ``close`` (a task begun after its workflow ended): no
+        thread delivers it any more, so it goes to the spool for ``provkg replay``."""
+        try:
+            line = encode_event(event)
+            if line is not None and self.spool.append_lines([line]):
+                self.spool.release()
+                report_once(("late", str(self.spool.directory)), f"an event ({event.get('type')} "
+                            f"{event.get('event')} {event.get('id')!r}) was recorded after its "
+                            f"workflow ended; it is kept in {self.spool.directory}: re-send it "
+                            f"with `provkg replay {self.spool.root} --to URL`")
+        except Exception as exc:
+            report_once(("late", type(exc)), f"recording a late event failed: {exc!r}")
 
     def _emit_durable(self, event: dict[str, Any]) -> None:
         """``emit`` in a process that may leave without warning: the event is in the OS (the
@@ -212,6 +229,9 @@ class Emitter:
                 self.spool.append_lines(lines)
             report_once(("close-timeout", self.spool.directory), f"the sink did not finish within "
                         f"{timeout} s; {len(lines)} events spooled in {self.spool.directory}")
+        leftover = _drain(self._queue)  # emitted while the thread was leaving
+        if leftover:
+            self.spool.append_lines(encode_events(leftover))
         self.spool.release()
         if self.spool.pending:
             logger.warning("provkg.capture: %d events wait in %s; re-send them with "
@@ -230,12 +250,13 @@ class Emitter:
                     break
                 self._wake.wait(poll)
                 self._wake.clear()
-            except Exception as exc:  # the delivery thread must never die
+            except BaseException as exc:  # the delivery thread must never die (a sink may
+                # raise CancelledError or SystemExit: it is the sink's failure, not the caller's)
                 report_once(("loop", type(exc)), f"capture delivery error: {exc!r}")
                 time.sleep(poll)
         try:
             self.sink.close()
-        except Exception as exc:
+        except BaseException as exc:
             report_once(("sink-close", type(exc)), f"closing the sink raised {exc!r}")
 
     def _step(self) -> bool:
@@ -292,20 +313,29 @@ class Emitter:
         """Hand one batch (encoded ``lines``, or event dicts when ``lines`` is None) to the
         sink; spool it if the sink cannot take it. True when delivered."""
         self._inflight = batch
+        split = False
         try:
             if lines is not None and self._send_lines is not None:
                 self._send_lines(lines, run_id=self.run_id)
             else:
                 self.sink.send(batch)
         except SinkRejected as exc:
-            self._rejected(lines if lines is not None else _as_lines(batch), exc)
-        except Exception as exc:
+            if exc.too_large and len(batch) > 1:
+                split = True  # the batch is too big, not its events: send it in halves
+            else:
+                self._rejected(lines if lines is not None else _as_lines(batch), exc)
+        except BaseException as exc:  # a custom sink's CancelledError is a failure like any other
             self._failed(exc)
             return False
         else:
             self._delivered(len(batch))
         finally:
             self._inflight = None
+        if split:
+            mid = len(batch) // 2
+            if not self._send(batch[:mid], None if lines is None else lines[:mid]):
+                return False  # the caller keeps the whole batch: re-sent events are harmless
+            return self._send(batch[mid:], None if lines is None else lines[mid:])
         return True
 
     def _replay_oldest(self) -> None:
@@ -344,7 +374,7 @@ class Emitter:
         self._backoff = 0.0
         self._retry_at = 0.0
 
-    def _failed(self, exc: Exception) -> None:
+    def _failed(self, exc: BaseException) -> None:
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._retry_at = time.monotonic() + self._backoff
         report_once(("sink-down", type(self.sink), type(exc)), f"the sink {type(self.sink).__name__} "

@@ -120,11 +120,38 @@ def _fallback(event: dict[str, Any], used: Any, generated: Any) -> bytes | None:
     if generated:
         whole["generated"] = generated if type(generated) is not dict else expand_values(generated)
     try:
-        return json.dumps(whole, ensure_ascii=True, allow_nan=False, default=str).encode() + b"\n"
+        text = json.dumps(whole, ensure_ascii=False, allow_nan=False, default=str)
+        try:
+            return text.encode() + b"\n"
+        except UnicodeEncodeError:  # a lone surrogate: no JSON reader takes one
+            report_once(("surrogate",), f"an event of {event.get('id')!r} holds text that is not "
+                        "valid Unicode (a file name read with surrogateescape?); those characters "
+                        "are written as backslash escapes")
+            return json.dumps(_valid_text(whole), ensure_ascii=False, allow_nan=False,
+                              default=str).encode() + b"\n"
     except (TypeError, ValueError) as exc:
         report_once(("encode", type(exc)), f"an event of {event.get('id')!r} could not be written "
                     f"as JSON and is left out: {exc}")
         return None
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with every string made encodable: lone surrogates become backslash escapes
+    (``surrogateescape`` bytes as ``\\xff``, others as ``\\udcff``), so nothing else is lost."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+            return value
+        except UnicodeEncodeError:
+            try:
+                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode()
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid_text(v) for v in value]
+    return value
 
 
 def envelope(lines: list[bytes]) -> bytes:

@@ -156,7 +156,8 @@ class HttpSink:
                 raise ConnectionError(f"{self.url} answered HTTP {status}: {message} "
                                       f"({_NOT_THE_BATCH[status]}; the events stay spooled)")
             if 400 <= status < 500 and status not in _RETRYABLE_4XX:
-                raise SinkRejected(f"{self.url} answered HTTP {status}: {message}")
+                raise SinkRejected(f"{self.url} answered HTTP {status}: {message}",
+                                   too_large=status == 413)
             problem = f"HTTP {status}: {message}"
         raise ConnectionError(f"{self.url} did not take the batch after {self.retries + 1} attempts "
                               f"({problem})")

@@ -32,7 +32,12 @@ class Sink(Protocol):
 
 
 class SinkRejected(Exception):
-    """The receiver understood the batch and refused it (HTTP 4xx): retrying will not help."""
+    """The receiver understood the batch and refused it (HTTP 4xx): retrying will not help.
+    ``too_large``: the batch as a whole was too big (HTTP 413); smaller batches may pass."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
 
 
 class MemorySink:

@@ -16,8 +16,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import PurePath
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
+from urllib.parse import quote
 
 from provkg.capture.report import report_once
 
@@ -32,6 +33,10 @@ MAX_DEPTH = 8
 MAX_NAME = 256
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
+#: what ``quote`` leaves as it is: URI delimiters and existing %-escapes
+_URI_SAFE = ":/?#[]@!$&'()*+,;=%~"
 #: types that are JSON scalars and immutable: safe to hand to the background thread as they are
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 
@@ -60,7 +65,9 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
     """Capture data by reference instead of by value.
 
     Args:
-        uri: where the data lives (``file:///data/train.h5``, ``s3://bucket/key``).
+        uri: where the data lives (``file:///data/train.h5``, ``s3://bucket/key``); a local
+            path (``/data/my set.h5``, ``runs/x.h5``, a ``Path``) becomes a ``file:`` URI, and
+            spaces and other characters a URI cannot hold are percent-encoded.
         id: an explicit unique id; by default the location is the id.
         domain: IRI of the domain-KG resource the data denotes.
         derived_from: ids (strings) or other refs this data was derived from.
@@ -74,7 +81,7 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
     ('file:///raw/cube.segy',)
     """
     location = _uri_or_none(uri, "ref(uri)")
-    domain = _uri_or_none(domain, "ref(domain=)") if domain is not None else None
+    domain = _uri_or_none(domain, "ref(domain=)", paths=False) if domain is not None else None
     if id is not None and not (isinstance(id, str) and 0 < len(id) <= 1024):
         report_once(("ref-id", type(id)), "capture.ref: id must be a non-empty string; ignored")
         id = None
@@ -94,13 +101,30 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
     return Ref(location, id, domain, sources)
 
 
-def _uri_or_none(uri: object, where: str) -> str | None:
+def _uri_or_none(uri: object, where: str, *, paths: bool = True) -> str | None:
+    """``uri`` as a URI: a local path (``PurePath``, ``/data/x.h5``, ``runs/x.h5``,
+    ``C:\\data\\x.h5``) becomes a ``file:`` URI, and characters a URI cannot hold (spaces) are
+    percent-encoded; None (logged) when it is not text at all."""
     if isinstance(uri, PurePath):
-        return uri.absolute().as_uri() if uri.is_absolute() else None
-    if isinstance(uri, str) and len(uri) <= 4096 and _URI.match(uri):
-        return uri
-    report_once((where, type(uri)), f"capture.{where}: not a URI (expected scheme:rest, e.g. "
-                "file:///data/x.h5, without spaces); the reference is captured without it")
+        uri = str(uri)
+    if isinstance(uri, str) and 0 < len(uri) <= 4096 and "\0" not in uri:
+        if _URI.match(uri):
+            return uri
+        try:
+            if paths and _WINDOWS_PATH.match(uri):
+                fixed = PureWindowsPath(uri).as_uri()
+            elif not _SCHEME.match(uri):  # no scheme: a path on this machine
+                if not paths:
+                    raise ValueError(uri)
+                fixed = Path(uri).absolute().as_uri()
+            else:
+                fixed = quote(uri, safe=_URI_SAFE)
+        except ValueError:
+            fixed = ""
+        if _URI.match(fixed):
+            return fixed
+    report_once((where, type(uri)), f"capture.{where}: not a URI (expected text such as "
+                "file:///data/x.h5, or a path); the reference is captured without it")
     return None
 
 

@@ -149,7 +149,11 @@ class Workflow:
         if run_id is not None and self.id != run_id:
             report_once(("run_id", type(run_id)), "workflow run_id must be a non-empty string of at "
                         "most 900 characters; a random id is used instead")
-        self.agent = agent if isinstance(agent, str) and agent else default_agent()
+        if agent is not None and not (isinstance(agent, str) and 0 < len(agent) <= 256):
+            report_once(("agent", type(agent)), "workflow agent must be a non-empty string of at "
+                        "most 256 characters; the default agent is recorded instead")
+            agent = None
+        self.agent = agent if agent else default_agent()
         self.status: str | None = None
         #: whether this process owns the run (records its begin and end); see the module doc
         self.owner = _owner
@@ -221,10 +225,13 @@ class Workflow:
         try:
             if not self._began:
                 self.begin()
+            status, message = _status(status), _status_message(status, message)
             if self._sections:  # sections whose loop was left by an exception or a break
                 self._close_sections(None, status, message)
+            for task in reversed(list(self._open_tasks)):  # begun, never ended: as at exit
+                task.end("failed", "the workflow ended while this task was open")
             if self.owner:
-                self.status = status if status in ("finished", "failed") else "finished"
+                self.status = status
                 event: dict[str, Any] = {"type": "workflow", "event": "end", "id": self.id,
                                          "time": time.time(), "workflow": self.name,
                                          "status": self.status}
@@ -451,10 +458,10 @@ class Task:
                 if self.parent:
                     event["parent"] = self.parent
             if self.index is not None:
-                if type(self.index) is int:
+                if type(self.index) is not int:
+                    self.index = _index(self.index)
+                if self.index is not None:
                     event["index"] = self.index
-                else:
-                    report_once(("index", type(self.index)), "task index must be an int; ignored")
             if self.dependencies is not None:
                 dependencies = [d if type(d) is str else d.id if type(d) is Task else _task_id(d)
                                 for d in self.dependencies]
@@ -482,7 +489,8 @@ class Task:
             wf._open_tasks.pop(self, None)
             if wf._sections:
                 wf._close_sections(self, status, message)
-            self.status = status if status == "finished" or status == "failed" else "finished"
+            self.status, message = _status(status), _status_message(status, message)
+            status = self.status
             event: dict[str, Any] = {"type": "task", "event": "end", "id": self.id,
                                      "time": self._left_at or _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation, "status": self.status,
@@ -498,6 +506,10 @@ class Task:
         """Input values by attribute name (sent with ``begin``, or with ``end`` once begun):
         ``use(lr=0.1)``, or a mapping ``use(config)`` (copied now: later changes to it are
         not recorded)."""
+        if self._state == 2:
+            report_once(("use-after-end", self.transformation), f"task {self.transformation!r}: "
+                        "values used after its end are not recorded (call use before end)")
+            return
         try:
             self._used = self._merge(self._used, values, named)
         except Exception as exc:
@@ -506,6 +518,10 @@ class Task:
     def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> None:
         """Output values by attribute name (sent with ``end``): ``generate(loss=0.3)``, or a
         mapping ``generate(metrics)`` (copied now)."""
+        if self._state == 2:
+            report_once(("generate-after-end", self.transformation), f"task {self.transformation!r}: "
+                        "values generated after its end are not recorded (call generate before end)")
+            return
         try:
             self._generated = self._merge(self._generated, values, named)
         except Exception as exc:
@@ -565,6 +581,47 @@ def _task_id(task: object) -> str | None:
                 f"not {type(task).__name__}; ignored")
     return None
 
+
+
+#: the words an ``end(status)`` may use for each of the wire format's two statuses
+_FINISHED = frozenset({"finished", "finish", "success", "succeeded", "successful", "ok", "done",
+                       "completed", "complete"})
+
+
+def _status(status: object) -> str:
+    """The wire status for what the caller said: ``finished`` for the success words (any
+    case), ``failed`` for anything else, with a warning when the word was not ``failed``-like."""
+    if status == "finished" or status == "failed":
+        return status
+    word = str(status).strip().lower()
+    if word in _FINISHED:
+        return "finished"
+    if word not in ("failed", "failure", "fail", "error", "errored", "killed", "cancelled",
+                    "canceled", "aborted", "timeout", "crashed"):
+        report_once(("status", word[:40]), f"end status {str(status)[:40]!r} is neither "
+                    "'finished' nor 'failed'; recorded as 'failed'")
+    return "failed"
+
+
+def _status_message(status: object, message: str | None) -> str | None:
+    """Keep the caller's own status word when it was mapped and no message says more."""
+    if message is None and status != "finished" and status != "failed":
+        return f"ended with status {str(status)[:80]!r}"
+    return message
+
+
+def _index(value: object) -> int | None:
+    """An integer-like index (a numpy integer) as an int; None (logged) for anything else."""
+    import operator
+
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    report_once(("index", type(value)), f"task index must be an integer, not "
+                f"{type(value).__name__}; ignored")
+    return None
 
 
 def _name(value: object, what: str) -> str:
