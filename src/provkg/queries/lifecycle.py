@@ -193,13 +193,18 @@ def _sliced(node: str, k: int | None) -> list[str | P.Part]:
 def q5(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     # few trainings: go from each back along its dataset's lineage to the slice range.
     training = [P.stage("?training", "training", schema), P.dataset("?training", "?dataset", schema)]
-    # The bounds are written into the FILTER (terms from term_for, never user text), not
-    # bound by VALUES: variables met only in a FILTER make Oxigraph join the VALUES row after
-    # the whole group, so the filter ran after every training's batches (Q5 typed at full
-    # scale: 20 s for one workflow's 60,000 batches, the cost of all eight workflows').
-    made_from_slices = [lineage("?dataset", _sliced),
-                        f"FILTER(?ss = {t['slice_start']} && ?se = {t['slice_end']})"]
-    sliced: Where = [*training, *made_from_slices]
+    if current_dialect() == "virtuoso":
+        values = [values_block({"slice_start": t["slice_start"], "slice_end": t["slice_end"]})]
+        bounds = "FILTER(?ss = ?slice_start && ?se = ?slice_end)"
+    else:
+        # The bounds are written into the FILTER (terms from term_for, never user text), not
+        # bound by VALUES: variables met only in a FILTER make Oxigraph join the VALUES row
+        # after the whole group, so the filter ran after every training's batches (Q5 typed at
+        # full scale: 20 s for one workflow's 60,000 batches, the cost of all eight
+        # workflows'). Virtuoso is the other way round: 0.28 s with VALUES, 1.5 s inline.
+        values, bounds = [], f"FILTER(?ss = {t['slice_start']} && ?se = {t['slice_end']})"
+    made_from_slices = [lineage("?dataset", _sliced), bounds]
+    sliced: Where = [*values, *training, *made_from_slices]
     if current_dialect() == "virtuoso" or schema == "tagged":
         # A DISTINCT sub-select of the trainings, then their batches from the stage anchor.
         # Typed on Oxigraph stays inline: its planner then drives the batch lookups from the
