@@ -72,3 +72,136 @@ def test_an_unknown_parameter_name_is_not_echoed():
     assert "<img" not in str(err.value) and "training, measure" in str(err.value)
     with pytest.raises(BadParameter, match="no parameter 'epochs'"):
         render_query("d3", {"training": "x", "epochs": "1"})
+
+
+# -- found by the second black-box round (canned queries on data unlike the demo) --------------
+
+def _spec_with(measure: str) -> str:
+    return SPEC.replace("accuracy", measure)
+
+
+def _events_with(measure: str, run: str, rate: float, value: object, t0: float) -> list[dict]:
+    events = _training(run, rate, value, t0)
+    for e in events:
+        for v in e.get("generated", []):
+            if v["name"] == "accuracy":
+                v["name"] = measure
+    return events
+
+
+@pytest.mark.parametrize("measure", ["wer", "val_cer", "cross_entropy", "latency_ms", "fid"])
+def test_lower_is_better_measures_rank_the_lowest_first(embedded_store, measure):
+    spec = parse_spec(_spec_with(measure))
+    events = (_events_with(measure, "good", 0.001, 0.12, 1_700_000_000.0)
+              + _events_with(measure, "bad", 0.1, 0.30, 1_700_000_100.0))
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    good = mint_iri("task", "good/training")
+    d4 = run_query(embedded_store, "d4", {"workflow": "fit", "measure": measure}).rows
+    assert d4 == [[good, 0.001, 0.12]]
+    p2 = run_query(embedded_store, "p2", {"workflow": "fit", "measure": measure, "k": 1}).rows
+    assert [r[0] for r in p2] == [good]
+
+
+SECTIONS = SPEC + """\
+  - name: epoch
+    kind: section
+    of: training
+    generated:
+      - {name: loss, role: evaluation_measure}
+"""
+
+
+def _epoch(run: str, eid: str, index: int, t0: float, t1: float | None, loss: float) -> list[dict]:
+    common = {"type": "task", "id": eid, "workflow_id": run, "transformation": "epoch",
+              "parent": f"{run}/training", "index": index}
+    out = [{**common, "event": "begin", "time": t0}]
+    if t1 is not None:
+        out.append({**common, "event": "end", "time": t1, "status": "finished",
+                    "generated": [{"name": "loss", "value": loss}]})
+    return out
+
+
+def test_p1_reports_the_latest_ended_epoch_while_the_next_one_runs(embedded_store):
+    spec = parse_spec(SECTIONS)
+    events = _training("live", 0.1, 0.5, 1_700_000_000.0)[:2]  # the training is still running
+    events += _epoch("live", "live/e0", 0, 1_700_000_001.0, 1_700_000_003.0, 0.7)
+    events += _epoch("live", "live/e1", 1, 1_700_000_003.5, None, 0.0)  # running
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(embedded_store, "p1", {"workflow": "fit"}).rows
+    assert rows == [[mint_iri("task", "live/training"), "learning_rate=0.1", 0, 2.0, 0.7]]
+
+
+def test_d8_counts_a_retried_epoch_once(embedded_store):
+    spec = parse_spec(SECTIONS)
+    events = _training("retry", 0.1, 0.5, 1_700_000_000.0)
+    for n, (eid, index) in enumerate([("e0", 0), ("e1", 1), ("e1-again", 1), ("e2", 2)]):
+        events += _epoch("retry", f"retry/{eid}", index, 1_700_000_001.0 + n, 1_700_000_001.5 + n, 0.5)
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(embedded_store, "d8", {"workflow": "fit", "measure": "accuracy"}).rows
+    assert rows and {r[3] for r in rows} == {3}  # one training: both best and worst
+
+
+def test_pairs_show_the_shortest_decimal_of_a_double(embedded_store):
+    spec = parse_spec(SPEC)
+    events = _training("short", 0.81, 0.5, 1_700_000_000.0)
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(embedded_store, "p2", {"workflow": "fit", "measure": "accuracy", "k": 1}).rows
+    assert rows[0][2] == "learning_rate=0.81"
+
+
+PREPARATION = """\
+workflow: prep
+phase: preparation
+transformations:
+  - name: crop
+    kind: transformation
+    used:
+      - {name: first_inline, role: dataset_characteristic, concept: seis:sliceStart}
+      - {name: last_inline, role: dataset_characteristic, concept: seis:sliceEnd}
+    generated:
+      - {name: crop, role: dataset}
+  - name: tile
+    kind: transformation
+    used:
+      - {name: crop, role: dataset}
+      - {name: tsize, role: dataset_characteristic, concept: seis:tileSize}
+    generated:
+      - {name: train_set, role: dataset}
+"""
+LEARNING = """\
+workflow: fit
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used:
+      - {name: train_set, role: dataset}
+    generated:
+      - {name: model, role: model}
+"""
+
+
+def test_q2_pairs_each_slice_start_with_the_end_of_the_same_crop(embedded_store):
+    prep, fit = parse_spec(PREPARATION), parse_spec(LEARNING)
+    t0 = 1_700_000_000.0
+
+    def task(run, tid, name, used, generated):
+        return [{"type": "task", "event": "begin", "id": tid, "time": t0, "workflow_id": run,
+                 "transformation": name, "used": used},
+                {"type": "task", "event": "end", "id": tid, "time": t0 + 1, "workflow_id": run,
+                 "transformation": name, "status": "finished", "generated": generated}]
+
+    events = [{"type": "workflow", "event": "begin", "id": "p", "time": t0, "workflow": "prep"},
+              {"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"}]
+    for crop, (a, b) in (("cropA", (10, 50)), ("cropB", (5, 25))):
+        events += task("p", crop, "crop", [{"name": "first_inline", "value": a},
+                                           {"name": "last_inline", "value": b}],
+                       [{"name": "crop", "id": crop}])
+    events += task("p", "tile", "tile", [{"name": "crop", "id": "cropA"}, {"name": "crop", "id": "cropB"},
+                                         {"name": "tsize", "value": 64}], [{"name": "train_set", "id": "ds"}])
+    events += task("f", "fit", "training", [{"name": "train_set", "id": "ds"}], [{"name": "model", "id": "m"}])
+    embedded_store.add([*map_spec(prep), *map_spec(fit),
+                        *map_events(events, {"prep": prep, "fit": fit})])
+    rows = run_query(embedded_store, "q2", {"model": "m"}).rows
+    assert sorted(r[2:] for r in rows) == [[5, 25], [10, 50]]
+    assert {r[0] for r in rows} == {64}

@@ -153,9 +153,11 @@ def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     low = lower_is_better(str(v["measure"]))
     best, worst = ("MIN", "MAX") if low else ("MAX", "MIN")
-    epochs = subquery(["?training", "(COUNT(DISTINCT ?ep) AS ?n_epochs)"],
+    # epochs, not epoch runs: a retried epoch (the same index twice) counts once
+    epochs = subquery(["?training", "(COUNT(DISTINCT COALESCE(?i, ?ep)) AS ?n_epochs)"],
                       [*_trainings(t, schema),
-                       P.section("?ep", "?training", "training", schema)],
+                       P.section("?ep", "?training", "training", schema),
+                       optional(P.link("?ep provkg:index ?i"))],
                       group_by=["?training"])
     where = [subquery([f"({best}(?value) AS ?best)", f"({worst}(?value) AS ?worst)"],
                       _measured(t, schema)),
@@ -169,9 +171,12 @@ def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    # the latest epoch that ended: one still running has no time yet (online use: a running
+    # training stayed out of the answer until its epoch ended)
     latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
                       [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
-                       P.link("?e provkg:index ?i")], group_by=["?training"])
+                       P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end")],
+                      group_by=["?training"])
     epochs = [*_trainings(t, schema), P.section("?ep", "?training", "training", schema)]
     # anchored inline and in the OPTIONAL, BINDs last: see d3
     where = [*epochs, latest,

@@ -10,6 +10,7 @@ follows at most :data:`provkg.queries.builder.MAX_LINEAGE_DEPTH` steps back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from provkg.queries import parts as P
@@ -20,7 +21,14 @@ from provkg.queries.params import values_block
 
 __all__ = ["lower_is_better", "q1", "q2", "q3", "q4", "q5", "q6", "q7"]
 
-_LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "rmse", "perplexity")
+#: parts of a measure's name that say lower is better, anywhere in the name ...
+_LOWER_IS_BETTER = ("loss", "error", "perplexity", "entropy", "divergence", "latency",
+                    "distance", "regret", "duration")
+#: ... and words that say so only as a whole word of it (``val_wer``, not ``power``)
+_LOWER_WORDS = frozenset({"mse", "mae", "rmse", "msle", "mape", "smape", "nll", "bce", "cer",
+                          "wer", "ter", "eer", "fid", "kid", "kl", "err", "cost", "hinge",
+                          "brier", "miss", "fpr", "fnr", "far", "frr", "time", "seconds",
+                          "risk", "bpd", "bpc"})
 
 Where = list["str | P.Part"]
 
@@ -28,11 +36,14 @@ Where = list["str | P.Part"]
 def lower_is_better(measure: str) -> bool:
     """The natural direction of a measure: losses and errors go down, accuracies go up.
 
-    >>> lower_is_better("val_loss"), lower_is_better("accuracy")
-    (True, False)
+    >>> [lower_is_better(m) for m in ("val_loss", "accuracy", "val_WER", "power", "top1-err")]
+    [True, False, True, False, True]
     """
     name = measure.lower()
-    return any(word in name for word in _LOWER_IS_BETTER)
+    if any(part in name for part in _LOWER_IS_BETTER):
+        return True
+    return not _LOWER_WORDS.isdisjoint(re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z])",
+                                                 name))
 
 
 def _double(expr: str) -> str:
@@ -102,9 +113,24 @@ def _selection(concept: str, var: str) -> str:
     return optional(lineage("?dataset", used_by_maker, prefix=f"{var}_lin"))
 
 
+def _slice_range() -> str:
+    """OPTIONAL ``?slice_start`` and ``?slice_end``, both used by the same task that made the
+    dataset or one of its ancestors: two crops of different ranges are two ranges, never
+    their four combinations."""
+    def used_by_maker(node: str, k: int | None) -> list[str | P.Part]:
+        return [P.link("?sr_start_attr provlake:concept seis:sliceStart",
+                       "?sr_start_v prov:wasDerivedFrom ?sr_start_attr",
+                       "?sr_start_v prov:value ?slice_start", "?sr_task prov:used ?sr_start_v",
+                       f"{node} prov:wasGeneratedBy ?sr_task",
+                       "?sr_task prov:used ?sr_end_v", "?sr_end_v prov:wasDerivedFrom ?sr_end_attr",
+                       "?sr_end_attr provlake:concept seis:sliceEnd",
+                       "?sr_end_v prov:value ?slice_end")]
+    return optional(lineage("?dataset", used_by_maker, prefix="?sr_lin"))
+
+
 def q2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [*_trained_on(values_block({"model": t["model"]}), schema),
-             *(_selection(concept, var) for var, concept in _SELECTION)]
+             *(_selection(concept, var) for var, concept in _SELECTION[:2]), _slice_range()]
     return select([var for var, _ in _SELECTION], where, distinct=True)
 
 

@@ -26,19 +26,21 @@ def concat_pairs(name: str, value: str) -> str:
 
 
 def format_value(value: object) -> str:
-    """How a value shows in a pairs column: numbers with up to 16 significant digits, what
-    every store's STR() of a double keeps (Virtuoso writes 1.9000000000000001 as "1.9"), so
-    the same values read the same on every store.
+    """How a value shows in a pairs column: numbers as the shortest text of up to 15
+    significant digits that reads back as the same double (0.81, not 0.8100000000000001),
+    else with 16, what every store's STR() of a double keeps (Virtuoso writes
+    1.9000000000000001 as "1.9"), so the same values read the same on every store.
 
     >>> format_value(0.001), format_value(3), format_value(2.0), format_value(True)
     ('0.001', '3', '2', 'true')
-    >>> format_value(0.2110423373281488), format_value(1.9000000000000001)
-    ('0.2110423373281488', '1.9')
+    >>> format_value(0.2110423373281488), format_value(1.9000000000000001), format_value(0.81)
+    ('0.2110423373281488', '1.9', '0.81')
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.16g}"
+        short = f"{value:.15g}"
+        return short if float(short) == value else f"{value:.16g}"
     return str(value)
 
 
