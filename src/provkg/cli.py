@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "batches at --scale 1: 10.17M triples per schema), maps it typed and tagged, bulk\n"
                     "loads both into each store, times every canned query (cold, then warm median\n"
                     "and min-max) and checks typed and tagged answers are identical.\n"
-                    "Results: OUT/schemas-SCALE.{json,md,png}. Full scale needs ~90 minutes here.\n\n"
+                    "Results: OUT/schemas-SCALE.{json,md,png}. Full scale needs ~40 minutes here.\n\n"
                     "  provkg bench schemas --scale 0.01 --stores oxigraph,memory\n"
                     "  provkg bench schemas --scale 1 --stores oxigraph,virtuoso --queries q1,q5,q7",
         formatter_class=argparse.RawDescriptionHelpFormatter)
