@@ -20,6 +20,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
+from provkg.capture.spool import write_all
+
 __all__ = ["FileSink", "COMPRESSIONS"]
 
 #: compression name -> segment suffix
@@ -29,12 +31,6 @@ _instances = itertools.count(1)
 _inherited: list[Any] = []
 
 
-def _write_all(out: Any, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[out.write(view):]
-
-
 class _WholeWrites:
     """An unbuffered file that writes all it is given (a compressor's output goes through it)."""
 
@@ -42,7 +38,7 @@ class _WholeWrites:
         self.raw = raw
 
     def write(self, data: Any) -> int:
-        _write_all(self.raw, data)
+        write_all(self.raw, data)
         return len(data)
 
     def flush(self) -> None:
@@ -137,7 +133,7 @@ class FileSink:
         if self._out is None or self._segment_size >= self.segment_bytes:
             self._rotate()
         if self.compression is None:  # unbuffered: the batch is in the OS when this returns
-            _write_all(self._out, data)
+            write_all(self._out, data)
         else:
             self._out.write(data)
         self._segment_size += len(data)

@@ -87,7 +87,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _write_all(f: Any, data: bytes) -> None:
+def write_all(f: Any, data: bytes) -> None:
+    """Write all of ``data`` to an unbuffered file (``write`` may take part of it)."""
     view = memoryview(data)
     while view:
         view = view[f.write(view):]
@@ -154,7 +155,7 @@ class Spool:
                     f = self._file = open(self._current, "ab", buffering=0)
                     self._file_pid = os.getpid()
                 try:
-                    _write_all(f, data)
+                    write_all(f, data)
                 except OSError:
                     f.truncate(self._current_size)  # no torn line in the middle of a segment
                     raise

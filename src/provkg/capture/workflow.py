@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import operator
 import os
 import pickle
 import signal
@@ -228,8 +229,11 @@ class Workflow:
             status, message = _status(status), _status_message(status, message)
             if self._sections:  # sections whose loop was left by an exception or a break
                 self._close_sections(None, status, message)
-            for task in reversed(list(self._open_tasks)):  # begun, never ended: as at exit
-                task.end("failed", "the workflow ended while this task was open")
+            # tasks begun and never ended (newest first): failed, with the run's reason if any
+            reason = message if status == "failed" and message else \
+                "the workflow ended while this task was open"
+            for task in reversed(list(self._open_tasks)):
+                task.end("failed", reason)
             if self.owner:
                 self.status = status
                 event: dict[str, Any] = {"type": "workflow", "event": "end", "id": self.id,
@@ -249,12 +253,6 @@ class Workflow:
             self.emitter.close(adopt=self.owner)
         except Exception as exc:
             report_once(("wf-end", type(exc)), f"recording the workflow end failed: {exc!r}")
-
-    def _abort(self, message: str) -> None:
-        """End the open tasks (newest first) and the run ``failed`` with ``message``."""
-        for task in reversed(list(self._open_tasks)):
-            task.end("failed", message)
-        self.end("failed", message)
 
     # -- other processes --------------------------------------------------------------
 
@@ -612,8 +610,6 @@ def _status_message(status: object, message: str | None) -> str | None:
 
 def _index(value: object) -> int | None:
     """An integer-like index (a numpy integer) as an int; None (logged) for anything else."""
-    import operator
-
     if not isinstance(value, bool):
         try:
             return operator.index(value)  # type: ignore[arg-type]
@@ -733,7 +729,7 @@ def _uninstall_sigterm() -> None:
 def _abort_all(message: str) -> None:
     for wf in reversed(list(_active)):
         try:
-            wf._abort(message)
+            wf.end("failed", message)  # its open tasks too
         except Exception as exc:  # pragma: no cover - guarded inside already
             report_once(("abort", type(exc)), f"ending an open workflow failed: {exc!r}")
 
