@@ -205,3 +205,48 @@ def test_q2_pairs_each_slice_start_with_the_end_of_the_same_crop(embedded_store)
     rows = run_query(embedded_store, "q2", {"model": "m"}).rows
     assert sorted(r[2:] for r in rows) == [[5, 25], [10, 50]]
     assert {r[0] for r in rows} == {64}
+
+
+SECTIONED = """\
+workflow: fit
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used:
+      - {name: train_set, role: dataset}
+    generated:
+      - {name: model, role: model}
+  - name: epoch
+    kind: section
+    of: training
+  - name: batch
+    kind: section
+    of: epoch
+    generated:
+      - {name: loss, role: evaluation_measure}
+"""
+
+
+def test_q7_has_no_row_for_a_measure_no_batch_has(embedded_store):
+    # rdflib made one empty group of the MIN over no batch, which then joined every model
+    spec, t0 = parse_spec(SECTIONED), 1_700_000_000.0
+
+    def task(tid, name, *, parent=None, index=None, used=(), generated=()):
+        extra = {k: v for k, v in (("parent", parent), ("index", index)) if v is not None}
+        return [{"type": "task", "event": "begin", "id": tid, "time": t0, "workflow_id": "r",
+                 "transformation": name, "used": list(used), **extra},
+                {"type": "task", "event": "end", "id": tid, "time": t0 + 1, "workflow_id": "r",
+                 "transformation": name, "status": "finished", "generated": list(generated),
+                 **extra}]
+
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": t0, "workflow": "fit"},
+              *task("tr", "training", used=[{"name": "train_set", "id": "ds"}],
+                    generated=[{"name": "model", "id": "m"}]),
+              *task("ep0", "epoch", parent="tr", index=0),
+              *task("b0", "batch", parent="ep0", index=0,
+                    generated=[{"name": "loss", "value": 0.25}])]
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    assert run_query(embedded_store, "q7", {"dataset": "ds", "measure": "f1"}).rows == []
+    rows = run_query(embedded_store, "q7", {"dataset": "ds", "measure": "loss"}).rows
+    assert [r[:2] for r in rows] == [[mint_iri("value", "m"), 0.25]]

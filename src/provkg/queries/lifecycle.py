@@ -260,20 +260,22 @@ def q6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def _min_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: str,
                        schema: str) -> str:
     """The least ``measure`` over the batches of each stage execution, per ``key``:
-    batches aggregated per epoch first, then epochs per stage."""
-    per_epoch = subquery(["?ep", f"(MIN(?bv) AS {out}_ep)"], [
+    batches aggregated per epoch first, then epochs per stage. Both branches carry ``key``
+    out, so the outer MIN needs no second walk from the anchor to the epochs (Q7 with
+    summaries: 300 fewer lookups per stage)."""
+    per_epoch = subquery([key, "?ep", f"(MIN(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section("?batch", "?ep", kind, schema),
-        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")], group_by=["?ep"],
-        having="COUNT(?bv) > 0")
+        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")],
+        group_by=[key, "?ep"], having="COUNT(?bv) > 0")
     # epochs whose batches were kept only as a summary (spec ``granularity: summary``)
-    summarised = subquery(["?ep", f"({out}_sv AS {out}_ep)"], [
+    summarised = subquery([key, "?ep", f"({out}_sv AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section_summary("?ep", "?sum", measure="?measure", minValue=f"{out}_sv")])
-    return subquery([key, f"(MIN({out}_ep) AS {out})"],
-                    [union([per_epoch], [summarised]), *anchor,
-                     P.link(f"?ep prov:wasInformedBy {stage_var}")],
-                    group_by=[key])
+    # HAVING: rdflib makes one empty group of an aggregate over no solution, which then
+    # joined every model (a row per model for a measure no batch has)
+    return subquery([key, f"(MIN({out}_ep) AS {out})"], [union([per_epoch], [summarised])],
+                    group_by=[key], having=f"COUNT({out}_ep) > 0")
 
 
 def _pairs(anchor: Where, key: str, part: P.Part, out: str) -> str:
@@ -295,7 +297,9 @@ def _q7_where(t: dict[str, str], schema: str, min_batch) -> Where:  # type: igno
                   P.stage("?validation", "validation", schema)]
     return [
         min_batch(anchor, "?training", "training", "?training", "?training_min_batch_loss"),
-        P.model("?training", "?model", schema),
+        # the models from the anchored trainings: a bare model pattern beside the sub-select
+        # made Oxigraph read every model of the store and hash-join (2,408 at full scale)
+        subquery(["?training", "?model"], [*anchor, P.model("?training", "?model", schema)]),
         optional(_pairs(anchor, "?training",
                         P.hyperparameters("?training", "?name", "?value", schema),
                         "?hyperparameters")),

@@ -149,7 +149,11 @@ def section_summary(parent: str, var: str, *, measure: str | None = None,
     with ``measure`` (a name), ``stats`` may also name ``minValue`` / ``avgValue`` /
     ``maxValue`` of that measure's summary ``{var}_m``."""
     value_stats = {"minValue", "avgValue", "maxValue", "valueCount"}
-    patterns = [f"{var} prov:wasGeneratedBy {parent}", f"{var} a provkg:SectionSummary"]
+    # with a measure, provkg:hasMeasureSummary says it is a summary: the type would cost one
+    # more lookup per section
+    patterns = [f"{var} prov:wasGeneratedBy {parent}"]
+    if not measure:
+        patterns.append(f"{var} a provkg:SectionSummary")
     patterns += [f"{var} provkg:{k} {v}" for k, v in stats.items() if k not in value_stats]
     if measure:
         m = f"{var}_m"
