@@ -282,7 +282,15 @@ _EVENT = TypeAdapter(Event)
 
 
 def default_value_id(task_id: str, name: str, *, used: bool) -> str:
-    """The id of a value the client sent without one (design decision S4)."""
+    """The id of a value the client sent without one (design decision S4). A '/' or '%' in
+    the name is percent-encoded, so task ``job`` generating ``train/loss`` and task
+    ``job/train`` generating ``loss`` stay two values.
+
+    >>> default_value_id("job", "train/loss", used=False), default_value_id("t", "lr", used=True)
+    ('job/train%2Floss', 't/used/lr')
+    """
+    if "/" in name or "%" in name:
+        name = name.replace("%", "%25").replace("/", "%2F")
     return f"{task_id}/used/{name}" if used else f"{task_id}/{name}"
 
 

@@ -31,6 +31,8 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 # characters left readable in minted IRIs; everything else is percent-encoded,
 # including '%', so minting is injective
 _SAFE_ID_CHARS = "-._~:@/"
+#: the same without '/', for parts joined by '/'
+_SAFE_PART_CHARS = "-._~:@"
 
 
 def is_valid_iri(value: str) -> bool:
@@ -135,10 +137,19 @@ def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE) -> str:
     Each part is percent-encoded so any client-chosen id gives a valid IRI and
     two different ids never give the same IRI.
 
+    An id (one part) keeps its '/' readable. Names of spec elements (workflow,
+    transformation, attribute) and the parts of composite IRIs also encode '/', so
+    ``("w", "train/lr")`` and ``("w", "train", "lr")`` stay two IRIs (TensorBoard-style
+    names like ``train/loss``).
+
     >>> mint_iri("task", "run-1/epoch 3")
     'https://w3id.org/provkg/id/task/run-1/epoch%203'
+    >>> mint_iri("spec", "w", "train/lr")
+    'https://w3id.org/provkg/id/spec/w/train%2Flr'
     """
-    return base + kind + "/" + "/".join(quote(p, safe=_SAFE_ID_CHARS) for p in parts)
+    if len(parts) == 1 and kind != "spec":
+        return base + kind + "/" + quote(parts[0], safe=_SAFE_ID_CHARS)
+    return base + kind + "/" + "/".join(quote(p, safe=_SAFE_PART_CHARS) for p in parts)
 
 
 def id_from_iri(value: str, kind: str, *, base: str = DEFAULT_BASE) -> str | None:

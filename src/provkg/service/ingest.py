@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -343,9 +344,10 @@ class Ingestor:
                 f"FILTER(STRSTARTS(STR(?wf), {literal(spec_prefix)})) }}")
             for run_iri, wf_iri in rows.rows:
                 run_id = id_from_iri(str(run_iri), "run", base=self.base)
-                wf = id_from_iri(str(wf_iri), "spec", base=self.base)
-                if run_id is not None and wf is not None and "/" not in wf:
-                    runs[run_id] = wf
+                # a workflow's IRI is one name (its '/' encoded); a transformation's has two
+                raw = str(wf_iri)[len(spec_prefix):]
+                if run_id is not None and "/" not in raw:
+                    runs[run_id] = unquote(raw)
 
     def _load(self, keys: list[tuple[str, str]]) -> None:
         """Merge into the session what the store holds for the summary parents ``keys``:

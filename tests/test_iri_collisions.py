@@ -1,0 +1,69 @@
+"""Names with '/' (TensorBoard-style ``train/loss``) never merge two things into one IRI:
+found by black-box testing, where a value, a spec attribute and a workflow each collided."""
+
+from __future__ import annotations
+
+from provkg.mapper import map_events, map_spec
+from provkg.service.ingest import ingest_events
+from provkg.spec import parse_spec
+from provkg.term import mint_iri
+
+T0 = 1_700_000_000.0
+
+SPEC = """\
+workflow: w
+phase: learning
+transformations:
+  - name: train
+    kind: training
+    generated:
+      - {name: lr, role: evaluation_measure}
+  - name: train/lr
+    kind: training
+"""
+
+
+def _task(tid: str, name: str, generated: list[dict], run: str = "r") -> list[dict]:
+    return [{"type": "task", "event": "begin", "id": tid, "time": T0, "workflow_id": run,
+             "transformation": name},
+            {"type": "task", "event": "end", "id": tid, "time": T0 + 1, "workflow_id": run,
+             "transformation": name, "status": "finished", "generated": generated}]
+
+
+def _subjects_with(triples, predicate_end: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for s, p, o in triples:
+        if p.endswith(predicate_end + ">"):
+            out.setdefault(s, set()).add(o)
+    return out
+
+
+def test_generated_values_of_nested_task_ids_stay_apart():
+    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "w"},
+              *_task("job", "train", [{"name": "train/loss", "value": 0.5}]),
+              *_task("job/train", "train", [{"name": "loss", "value": 0.9}])]
+    values = _subjects_with(map_events(events, {"w": spec}), "#value")
+    # two values, each with its one literal
+    assert len(values) == 2 and all(len(v) == 1 for v in values.values())
+    assert f"<{mint_iri('value', 'job/train/loss')}>" in values
+
+
+def test_spec_elements_with_slashes_stay_apart():
+    spec = parse_spec(SPEC)
+    labels = _subjects_with(map_spec(spec), "#label")
+    attr, transformation = mint_iri("spec", "w", "train", "lr"), mint_iri("spec", "w", "train/lr")
+    assert attr != transformation
+    assert labels[f"<{attr}>"] != labels[f"<{transformation}>"]
+    assert all(len(v) == 1 for v in labels.values())
+
+
+def test_a_workflow_named_with_a_slash_is_found_again_by_a_later_session(embedded_store):
+    spec = parse_spec("workflow: team/fit\nphase: learning\ntransformations:\n"
+                      "  - {name: train, kind: training}\n")
+    begin = {"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "team/fit"}
+    ingest_events(embedded_store, [begin], specs=[spec])
+    report = ingest_events(embedded_store, _task("t", "train", []), specs=[spec])
+    assert report.warnings == []
+    assert embedded_store.ask(
+        f"ASK {{ <{mint_iri('task', 't')}> a <https://w3id.org/provkg/provml#TrainingExecution> }}")
