@@ -212,7 +212,10 @@ def test_wrong_framing(server: ApiServer, unchanged: None, headers: dict[str, st
 @pytest.mark.parametrize("spec", [
     b"workflow: [unclosed", b"\xff\xfe not utf-8", b"workflow: w\nphase: sleeping\ntransformations: []\n",
     b"a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n",
-], ids=["yaml-syntax", "non-utf8", "invalid-fields", "alias-bomb"])
+    # nested 40,000 deep: a RecursionError (500) at 1,000 levels, a segfault of the server here
+    b"workflow: w\nx: " + b"[" * 40_000 + b"]" * 40_000 + b"\n",
+    b'{"workflow": "w", "x": ' + b"[" * 40_000 + b"]" * 40_000 + b"}",
+], ids=["yaml-syntax", "non-utf8", "invalid-fields", "alias-bomb", "deep-yaml", "deep-json"])
 def test_bad_specs(server: ApiServer, unchanged: None, spec: bytes) -> None:
     response = server.http.post("/v1/specs", content=spec,
                           headers={**AUTH, "Content-Type": "application/yaml"})

@@ -135,7 +135,7 @@ def test_cli_validate_prints_every_problem_and_exits_1(tmp_path: Path, capsys: p
     assert main(["spec", "validate", str(good), str(bad)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == len(_problems(BAD, source=str(bad))) and len(err) >= 6
-    assert all(line.startswith(f"{bad}:") for line in err)
+    assert all(line.startswith(f"error: {bad}:") for line in err)
 
 
 def test_cmd_validate_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,3 +143,25 @@ def test_cmd_validate_reports_a_missing_file(tmp_path: Path, capsys: pytest.Capt
 
     assert cmd_validate(argparse.Namespace(files=[str(tmp_path / "x.yaml")])) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_deeply_nested_spec_is_refused_not_crashed(tmp_path: Path, suffix: str) -> None:
+    # 40,000 levels segfaulted the CLI (and a server taking the spec); 1,000 raised RecursionError
+    deep = tmp_path / f"deep{suffix}"
+    deep.write_text('{"workflow": "w",\n "x": ' + "[" * 40_000 + "]" * 40_000 + "}")
+    with pytest.raises(BadSpec, match=rf"deep{suffix}:2: nested deeper than 64 levels"):
+        load_spec(deep)
+
+
+def test_aliases_that_expand_past_the_limit_are_refused() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(BadSpec, match=r"bomb:5: expands to more than 100,000 values"):
+        parse_spec("\n".join(lines), source="bomb")
+
+
+def test_yaml_merge_keys_within_a_spec_still_work() -> None:
+    spec = parse_spec("workflow: w\nphase: learning\ntransformations:\n"
+                      "  - &fit {name: fit, kind: training}\n  - <<: *fit\n    name: refit\n")
+    assert [(t.name, t.kind) for t in spec.transformations] == [("fit", "training"), ("refit", "training")]

@@ -207,6 +207,48 @@ class _Report:
             self.problems.sort(key=lambda p: int(p[len(self.source) + 1:].split(":", 1)[0]))
 
 
+#: a spec nests about six levels deep (transformations, used, an attribute, ...)
+MAX_SPEC_DEPTH = 64
+#: values a spec may expand to, YAML aliases counted at their full size
+MAX_SPEC_NODES = 100_000
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Refuse, before anything builds the document, a spec nested deeper than
+    :data:`MAX_SPEC_DEPTH` (it crashed the recursive steps: RecursionError, then a segfault)
+    or one whose aliases expand past :data:`MAX_SPEC_NODES` values (300 bytes of nested
+    aliases took 1.1 GB). The YAML event stream is read iteratively, so this pass is safe.
+    Text that is not YAML is left to the parser, which reports it with its line."""
+    depth = nodes = 0
+    sizes: dict[str, int] = {}  # anchor -> values it expands to
+    open_: list[tuple[str | None, int]] = []  # enclosing collections: (anchor, nodes before)
+    try:
+        for ev in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(ev, yaml.CollectionStartEvent):
+                depth, nodes = depth + 1, nodes + 1
+                if depth > MAX_SPEC_DEPTH:
+                    _raise([f"{source}:{ev.start_mark.line + 1}: nested deeper than "
+                            f"{MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
+                open_.append((ev.anchor, nodes - 1))
+            elif isinstance(ev, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, before = open_.pop()
+                if anchor:
+                    sizes[anchor] = nodes - before
+            elif isinstance(ev, yaml.ScalarEvent):
+                nodes += 1
+                if ev.anchor:
+                    sizes[ev.anchor] = 1
+            elif isinstance(ev, yaml.AliasEvent):
+                nodes += sizes.get(ev.anchor or "", 1)
+            if nodes > MAX_SPEC_NODES:
+                line = ev.start_mark.line + 1 if ev.start_mark else 1
+                _raise([f"{source}:{line}: expands to more than {MAX_SPEC_NODES:,} values "
+                        "(YAML aliases repeat what they name); write a smaller spec"])
+    except yaml.YAMLError:
+        return
+
+
 def parse_spec(text: str, *, source: str = "<string>") -> Spec:
     """Parse and validate a spec from YAML or JSON text.
 
@@ -214,6 +256,7 @@ def parse_spec(text: str, *, source: str = "<string>") -> Spec:
         BadSpec: listing every problem as ``SOURCE:LINE: field: message`` (one per line);
             ``exc.problems`` holds them as a list.
     """
+    _check_shape(text, source)
     try:
         node = yaml.compose(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
         data = yaml.load(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
@@ -367,10 +410,13 @@ def load_spec(path: str | Path) -> Spec:
     except OSError as exc:
         raise BadSpec(f"{p}: cannot read the spec file: {exc.strerror or exc}") from exc
     if p.suffix.lower() == ".json":  # YAML would also take JSON5-ish text (trailing commas)
+        _check_shape(text, str(p))
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
             _raise([f"{p}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"])
+        except RecursionError:
+            _raise([f"{p}:1: nested deeper than {MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
     return parse_spec(text, source=str(p))
 
 
@@ -383,7 +429,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except BadSpec as exc:
             failed = True
             for line in getattr(exc, "problems", [str(exc)]):
-                print(line, file=sys.stderr)
+                print(f"error: {line}", file=sys.stderr)
             continue
         except NotFound as exc:
             failed = True
