@@ -89,7 +89,9 @@ def _events_with(measure: str, run: str, rate: float, value: object, t0: float) 
     return events
 
 
-@pytest.mark.parametrize("measure", ["wer", "val_cer", "cross_entropy", "latency_ms", "fid"])
+@pytest.mark.parametrize("measure", ["wer", "val_cer", "cross_entropy", "latency_ms", "fid",
+                                     "rmsd", "ece", "false_positive_rate", "runtime", "misfit",
+                                     "hausdorff", "chamfer", "abs_rel", "huber", "memory_gb"])
 def test_lower_is_better_measures_rank_the_lowest_first(embedded_store, measure):
     spec = parse_spec(_spec_with(measure))
     events = (_events_with(measure, "good", 0.001, 0.12, 1_700_000_000.0)
@@ -250,3 +252,21 @@ def test_q7_has_no_row_for_a_measure_no_batch_has(embedded_store):
     assert run_query(embedded_store, "q7", {"dataset": "ds", "measure": "f1"}).rows == []
     rows = run_query(embedded_store, "q7", {"dataset": "ds", "measure": "loss"}).rows
     assert [r[:2] for r in rows] == [[mint_iri("value", "m"), 0.25]]
+
+
+def test_model_hyperparameters_are_hyperparameters_too(store):
+    # dropout declared as a model hyperparameter was missing from every hyperparameters column
+    spec = parse_spec(SPEC.replace(
+        "      - {name: learning_rate, role: hyperparameter}\n",
+        "      - {name: learning_rate, role: hyperparameter}\n"
+        "      - {name: dropout_p, role: model_hyperparameter}\n"))
+    events = _training("good", 0.01, 0.91, 1_700_000_000.0)
+    events[1]["used"].append({"name": "dropout_p", "value": 0.25})
+    for schema in ("typed", "tagged"):
+        store.clear()
+        store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+        d5 = run_query(store, "d5", {"workflow": "fit", "measure": "accuracy"}, schema=schema).rows
+        assert [r[2] for r in d5] == ["dropout_p=0.25; learning_rate=0.01"], schema
+        d7 = run_query(store, "d7", {"workflow": "fit", "hyperparameter": "dropout_p",
+                                     "value": "0.25"}, schema=schema).rows
+        assert [r[0] for r in d7] == [mint_iri("task", "good/training")], schema

@@ -23,12 +23,15 @@ __all__ = ["lower_is_better", "q1", "q2", "q3", "q4", "q5", "q6", "q7"]
 
 #: parts of a measure's name that say lower is better, anywhere in the name ...
 _LOWER_IS_BETTER = ("loss", "error", "perplexity", "entropy", "divergence", "latency",
-                    "distance", "regret", "duration")
+                    "distance", "regret", "duration", "rmsd", "misfit", "hausdorff", "chamfer",
+                    "huber", "runtime", "memory", "false_positive", "false_negative",
+                    "abs_rel", "sq_rel")
 #: ... and words that say so only as a whole word of it (``val_wer``, not ``power``)
 _LOWER_WORDS = frozenset({"mse", "mae", "rmse", "msle", "mape", "smape", "nll", "bce", "cer",
                           "wer", "ter", "eer", "fid", "kid", "kl", "err", "cost", "hinge",
                           "brier", "miss", "fpr", "fnr", "far", "frr", "time", "seconds",
-                          "risk", "bpd", "bpc"})
+                          "risk", "bpd", "bpc", "ece", "mce", "rmsle", "mdae", "medae",
+                          "mase", "epe", "ade", "fde", "lpips"})
 
 Where = list["str | P.Part"]
 

@@ -182,10 +182,23 @@ def role_value(var: str, role: str, schema: str, *, name: str | None = None,
 def hyperparameters(stage_var: str, name: str, value: str, schema: str, *,
                     var: str = "?hp") -> Part:
     """The hyperparameter values ``stage_var`` used, with their names (from the prospective
-    attribute, so both schemas need that hop; tagged adds the tag)."""
-    return Part("model hyperparameters",
-                (f"{stage_var} prov:used {var}",
-                 *role_value(var, "hyperparameter", schema, name=name, with_value=value)))
+    attribute, so both schemas need that hop; tagged adds the tag). Learning
+    hyperparameters (learning rate, batch size) and model hyperparameters (dropout, layer
+    widths) both: a user asking for "the hyperparameters" of a training means both."""
+    attr = f"{var}_attr"
+    if schema == "typed":
+        patterns = (f"{var} a {var}_cls", f"{var} prov:value {value}",
+                    f"{var} prov:wasDerivedFrom {attr}", f"{attr} a {attr}_cls",
+                    f"{attr} rdfs:label {name}")
+        extra = (f"FILTER({var}_cls IN (provml:LearningHyperparameterValue, "
+                 "provml:ModelHyperparameterValue))",
+                 f"FILTER({attr}_cls IN (provml:LearningHyperparameter, provml:ModelHyperparameter))")
+    else:
+        patterns = (f"{var} a provlake:AttributeValue", f"{var} prov:value {value}",
+                    f"{var} prov:wasDerivedFrom {attr}", f"{attr} a provlake:Attribute",
+                    f"{attr} provlake:tag {attr}_tag", f"{attr} rdfs:label {name}")
+        extra = (f'FILTER({attr}_tag IN ("Hyperparameter", "ModelHyperparameter"))',)
+    return Part("model hyperparameters", (f"{stage_var} prov:used {var}", *patterns), extra)
 
 
 def model(stage_var: str, var: str, schema: str) -> Part:
