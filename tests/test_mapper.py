@@ -12,6 +12,7 @@ from mapper_support import WORKFLOW, lifecycle_events, lifecycle_spec
 from provkg.errors import MappingError
 from provkg.events import parse_event
 from provkg.mapper import MapState, finish, map_batch, map_events, map_spec
+from provkg.mapper.terms import PL
 from provkg.term import datetime_literal, iri, literal, mint_iri
 from provkg.vocab import PROV, PROVKG, PROVLAKE, PROVML, RDF, RDFS, SPROV, XSD
 
@@ -288,3 +289,21 @@ def test_bad_input_is_a_mapping_error() -> None:
         list(map_events([{"type": "job", "id": "x"}], {}))
     with pytest.raises(MappingError, match="not int"):
         list(map_events([3], {}))
+
+
+def test_a_section_is_never_part_of_the_run_even_when_its_end_names_no_parent() -> None:
+    # the capture library names a section's parent on its begin event only; the end event
+    # wrote "isPartOf run", so a query for the run's top-level tasks got every epoch and batch
+    spec = lifecycle_spec()
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": WORKFLOW},
+              {"type": "task", "event": "begin", "id": "tr", "time": 2.0, "workflow_id": "r",
+               "transformation": "training"},
+              {"type": "task", "event": "begin", "id": "ep", "time": 3.0, "workflow_id": "r",
+               "transformation": "epoch", "parent": "tr", "index": 0},
+              {"type": "task", "event": "end", "id": "ep", "time": 4.0, "workflow_id": "r",
+               "transformation": "epoch", "status": "finished"},
+              {"type": "task", "event": "end", "id": "tr", "time": 5.0, "workflow_id": "r",
+               "transformation": "training", "status": "finished"}]
+    for order in (events, events[::-1]):
+        members = {s for s, p, _ in map_events(order, {WORKFLOW: spec}) if p == PL.isPartOf}
+        assert members == {f"<{mint_iri('task', 'tr')}>"}

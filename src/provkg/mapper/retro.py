@@ -94,7 +94,9 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     parent = get("parent")
     if parent is not None:
         append((t, _INFORMED_BY, mint.task(parent)))
-    else:
+    elif tt is not None and tt.kind != "section":
+        # top-level tasks only: clients name a section's parent on its begin event alone, so
+        # its end event says nothing of a parent (a pending event is mapped again with tt)
         append((t, PL.isPartOf, mint.run(e["workflow_id"])))
     deps = get("dependencies")
     if deps:
