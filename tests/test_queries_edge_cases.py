@@ -270,3 +270,29 @@ def test_model_hyperparameters_are_hyperparameters_too(store):
         d7 = run_query(store, "d7", {"workflow": "fit", "hyperparameter": "dropout_p",
                                      "value": "0.25"}, schema=schema).rows
         assert [r[0] for r in d7] == [mint_iri("task", "good/training")], schema
+
+
+@pytest.mark.parametrize("given", ["[256,128]", "[256, 128]", [256, 128]])
+def test_d7_matches_a_list_valued_hyperparameter(embedded_store, given):
+    # the list is stored as rdf:JSON; the parameter was compared as a plain string
+    spec = parse_spec(SPEC.replace("{name: learning_rate, role: hyperparameter}",
+                                   "{name: hidden, role: model_hyperparameter}"))
+    events = _training("wide", 0.0, 0.9, 1_700_000_000.0)
+    events[1]["used"] = [{"name": "hidden", "value": [256, 128]}]
+    narrow = _training("narrow", 0.0, 0.8, 1_700_000_100.0)
+    narrow[1]["used"] = [{"name": "hidden", "value": [64]}]
+    embedded_store.add([*map_spec(spec), *map_events(events + narrow, {"fit": spec})])
+    rows = run_query(embedded_store, "d7", {"workflow": "fit", "hyperparameter": "hidden",
+                                            "value": given}).rows
+    assert [r[0] for r in rows] == [mint_iri("task", "wide/training")]
+
+
+def test_d7_matches_an_empty_string_value(embedded_store):
+    spec = parse_spec(SPEC.replace("{name: learning_rate, role: hyperparameter}",
+                                   "{name: note, role: hyperparameter}"))
+    events = _training("plain", 0.0, 0.9, 1_700_000_000.0)
+    events[1]["used"] = [{"name": "note", "value": ""}]
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(embedded_store, "d7", {"workflow": "fit", "hyperparameter": "note",
+                                            "value": ""}).rows
+    assert [r[0] for r in rows] == [mint_iri("task", "plain/training")]

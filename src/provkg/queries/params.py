@@ -7,6 +7,7 @@ only ever become one well-formed term that matches nothing.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ _FORMS = {
     "data": "a captured value id or the data's location URI",
     "task": "a captured task id (e.g. the training's id)",
     "workflow": "a prospective workflow name",
-    "scalar": "a JSON scalar: a number, true / false, or a string",
+    "scalar": "a JSON value: a number, true / false, a string, or a list such as [256, 128]",
 }
 
 
@@ -125,12 +126,23 @@ def _as_iri(raw: object) -> str:
 
 
 def _as_scalar(raw: object) -> object:
-    """Numbers and booleans keep their type; text that reads as one becomes one."""
-    if isinstance(raw, (bool, int, float)):
+    """Numbers and booleans keep their type; text that reads as one becomes one. A JSON
+    list or object (``[256, 128]``) is compared as the mapper stores it (``rdf:JSON``,
+    canonical form); an empty string is a string like any other."""
+    if isinstance(raw, (bool, int, float, list, dict)):
         return raw
+    if raw == "":
+        return ""
     text = _as_str(raw).strip()
     if text in ("true", "false"):
         return text == "true"
+    if text[:1] in ("[", "{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return _as_str(raw)
+        if isinstance(value, (list, dict)):
+            return value
     for convert in (int, float):
         try:
             value = convert(text)
