@@ -32,9 +32,9 @@ from urllib.parse import unquote
 import orjson
 
 from provkg.errors import BadSpec, MappingError
-from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec
+from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, typed
 from provkg.mapper.summary import STATE, SectionSummaries
-from provkg.mapper.terms import PK, PL, A, P
+from provkg.mapper.terms import PK, PL, PML, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.spec import Spec, load_spec, parse_spec
@@ -89,12 +89,14 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     Raises:
         MappingError: unknown schema.  StoreError: the store refused the data.
     """
+    wf = iri(mint_iri("spec", spec.workflow, base=base))
+    document = literal(spec_document(spec), RDF.JSON)
+    for old in _replaced_specs(store, wf, document):
+        _forget_spec(store, old, schema=schema, base=base)
     n = store.add(map_spec(spec, schema=schema, base=base))
     if schema == "typed":
         store.update(_retype_update(spec, base=base))
     # the spec itself, for later sessions that are not given it (stored_specs)
-    wf = iri(mint_iri("spec", spec.workflow, base=base))
-    document = literal(spec_document(spec), RDF.JSON)
     store.update(f"DELETE {{ {wf} {PK.specDocument} ?d }} WHERE {{ {wf} {PK.specDocument} ?d "
                  f"FILTER(!sameTerm(?d, {document})) }}")
     return n + store.add([(wf, PK.specDocument, document)])
@@ -121,6 +123,56 @@ def stored_specs(store: Store) -> list[Spec]:
         except BadSpec as exc:
             log.warning("skipping the spec stored for %s: %s", wf, exc)
     return out
+
+
+def _replaced_specs(store: Store, wf: str, document: str) -> list[Spec]:
+    """The specs stored for workflow ``wf`` other than ``document`` (a changed spec)."""
+    rows = store.select(f"SELECT ?d WHERE {{ {wf} {PK.specDocument} ?d "
+                        f"FILTER(!sameTerm(?d, {document})) }}", hide_system_graphs=False)
+    out = []
+    for (text,) in rows.rows:
+        try:
+            out.append(parse_spec(text if isinstance(text, str) else json.dumps(text),
+                                  source=f"the spec stored for {wf}"))
+        except BadSpec as exc:  # another provkg version's: its triples stay
+            log.warning("cannot read the spec stored for %s to replace it: %s", wf, exc)
+    return out
+
+
+#: typed classes a spec gives runs, executions and values (undone when the spec changes)
+_TYPED_EXECUTIONS = sorted({*typed.EXECUTION_CLASS.values(), *typed.SECTION_EXECUTION_CLASS.values(),
+                            typed.DEFAULT_SECTION_EXECUTION_CLASS} - {PL.DataTransformationExecution})
+_TYPED_VALUES = sorted(set(typed.VALUE_CLASS.values()) - {PL.AttributeValue, PL.DataReference})
+
+
+def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
+    """Undo what the replaced spec ``old`` said: its prospective triples (a changed role left
+    the attribute with both classes, and tagged with both tags), and in typed mode the
+    classes it gave stored runs, executions and values, which the new spec then gives
+    again (``_retype_update``). Only when a changed spec is registered."""
+    wf = mint_iri("spec", old.workflow, base=base)
+    mine = (f"<{wf}>", f"<{wf}/")
+    stale = [t for t in map_spec(old, schema=schema, base=base) if t[0].startswith(mine)]
+    for chunk in _chunks(stale, 2000):
+        store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
+    if schema != "typed":
+        return
+    st = MapState({old.workflow: old}, schema="typed", base=base)
+    wt = st.workflow(old.workflow)
+    transformations = " ".join(tt.term for tt in wt.transformations.values())
+    attributes = " ".join(term for tt in wt.transformations.values()
+                          for term, _, _ in tt.attributes.values())
+    parts = [f"DELETE {{ ?r {A} {PML.LearningProcessExecution} }} INSERT {{ ?r {A} {PL.WorkflowExecution} }} "
+             f"WHERE {{ ?r {P.wasInfluencedBy} {wt.term} ; {A} {PML.LearningProcessExecution} }}"]
+    if transformations:
+        parts.append(f"DELETE {{ ?x {A} ?c }} INSERT {{ ?x {A} {PL.DataTransformationExecution} }} "
+                     f"WHERE {{ VALUES ?t {{ {transformations} }} VALUES ?c {{ {' '.join(_TYPED_EXECUTIONS)} }} "
+                     f"?x {P.wasInfluencedBy} ?t ; {A} ?c }}")
+    if attributes:
+        parts.append(f"DELETE {{ ?v {A} ?c }} INSERT {{ ?v {A} {PL.AttributeValue} }} "
+                     f"WHERE {{ VALUES ?a {{ {attributes} }} VALUES ?c {{ {' '.join(_TYPED_VALUES)} }} "
+                     f"?v {P.wasDerivedFrom} ?a ; {A} ?c }}")
+    store.update(" ;\n".join(parts))
 
 
 def _retype_update(spec: Spec, *, base: str) -> str:
