@@ -99,3 +99,16 @@ def test_malformed_store_urls_are_clear_errors(capsys) -> None:
         assert main(["query", "d4", "-p", "workflow=x", "--store", url]) == 1
         err = capsys.readouterr().err
         assert err.startswith("error: store URL") and says in err, err
+
+
+def test_two_specs_for_one_workflow_are_refused(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: the last --spec won silently
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("workflow: w\nphase: learning\ntransformations:\n  - {name: t, kind: training}\n")
+    b.write_text("workflow: w\nphase: preparation\ntransformations:\n  - {name: t, kind: transformation}\n")
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    store = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(events), "--spec", str(a), "--spec", str(b), "--store", store]) == 1
+    assert f"error: {b}: workflow 'w' already has a spec ({a})" in capsys.readouterr().err
+    assert main(["ingest", str(events), "--spec", str(a), "--spec", str(a), "--store", store]) == 0

@@ -307,3 +307,15 @@ def test_a_section_is_never_part_of_the_run_even_when_its_end_names_no_parent() 
     for order in (events, events[::-1]):
         members = {s for s, p, _ in map_events(order, {WORKFLOW: spec}) if p == PL.isPartOf}
         assert members == {f"<{mint_iri('task', 'tr')}>"}
+
+
+def test_a_run_id_sent_by_two_workflows_is_warned_about() -> None:
+    # found by black-box testing: a reused id (a SLURM job id) silently made one run of two
+    state = MapState({})
+    events = [{"type": "workflow", "event": "begin", "id": "job-7", "time": 1.0, "workflow": w}
+              for w in ("prep", "fit")]
+    list(map_events(events, {}, state=state))
+    assert any("run id 'job-7' was sent by workflows 'fit', 'prep'" in w for w in state.warnings())
+    again = MapState({})
+    list(map_events(events[:1] * 2, {}, state=again))
+    assert not any("was sent by" in w for w in again.warnings())

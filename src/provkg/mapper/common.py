@@ -149,6 +149,8 @@ class MapState:
         self.unknown_transformations: Counter[tuple[str, str]] = Counter()
         self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
         self.unresolved_runs: Counter[str] = Counter()
+        #: run ids sent with two workflows (a reused SLURM job id): run -> the workflows
+        self.run_clashes: dict[str, set[str]] = {}
         self.bad_times = 0
         self._second_text: dict[int, str] = {}
         self._terms: dict[str, tuple[int, WorkflowTerms]] = {}
@@ -192,6 +194,14 @@ class MapState:
             self.unknown_attributes[(wt.name, tt.name, name)] += 1
         return at
 
+    def run_of(self, run_id: str, workflow: str) -> None:
+        """Record that run ``run_id`` is of ``workflow``; a second workflow for the same id is
+        remembered for a warning (both are kept: one run node, two workflows)."""
+        known = self.runs.get(run_id)
+        if known is not None and known != workflow:
+            self.run_clashes.setdefault(run_id, {known}).add(workflow)
+        self.runs[run_id] = workflow
+
     def time(self, seconds: float) -> str | None:
         """The xsd:dateTime literal of an event time (exactly ``term.datetime_literal``);
         None (and counted) past the year 9999."""
@@ -212,6 +222,9 @@ class MapState:
                 for (w, t, a), n in sorted(self.unknown_attributes.items())]
         out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
+        out += [f"run id {r!r} was sent by workflows {', '.join(map(repr, sorted(ws)))}: they are one "
+                "run node now; give each run an id of its own (e.g. job id + workflow)"
+                for r, ws in sorted(self.run_clashes.items())]
         parked = self.summaries.parked if self.summaries is not None else 0
         if parked:
             out.append(f"{parked} parents had not ended when the session did: their summary "

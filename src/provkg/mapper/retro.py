@@ -33,7 +33,7 @@ _USED, _GENERATED_BY, _DERIVED_FROM, _VALUE = P.used, P.wasGeneratedBy, P.wasDer
 def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]]) -> None:
     """Triples of a workflow begin / end event, appended to ``out``."""
     run_id, wf = e["id"], e["workflow"]
-    st.runs[run_id] = wf
+    st.run_of(run_id, wf)
     wt = st.workflow(wf)
     if wt.spec is None:
         st.no_spec[wf] += 1

@@ -61,7 +61,7 @@ def prospective_triples(spec: Spec, *, mint: Minter) -> Iterator[Triple]:
 def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
     """Triples of a workflow begin / end event."""
     run_id, wf = e["id"], e["workflow"]
-    st.runs[run_id] = wf
+    st.run_of(run_id, wf)
     wt = st.workflow(wf)
     if wt.spec is None:
         st.no_spec[wf] += 1

@@ -691,6 +691,13 @@ class StoreSink:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """``provkg ingest FILE|DIR... --spec S --schema typed|tagged|sprov``."""
     given = [load_spec(s) for s in args.spec]
+    seen: dict[str, str] = {}
+    for path, spec in zip(args.spec, given):
+        if spec.workflow in seen and seen[spec.workflow] != path:
+            # the last one used to win silently
+            raise BadSpec(f"{path}: workflow {spec.workflow!r} already has a spec ({seen[spec.workflow]}); "
+                          "give one --spec per workflow")
+        seen[spec.workflow] = path
     with open_store(args.store) as store:
         # specs registered by earlier sessions (or the server), replaced by those given here
         specs = {s.workflow: s for s in [*stored_specs(store), *given]}
