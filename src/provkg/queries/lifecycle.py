@@ -5,7 +5,7 @@ values (``v``) and the schema, and returns the query body (prefixes are added by
 catalog). Every query starts from its ``VALUES`` anchor and lists its parts outwards from
 it, so each store can evaluate it from the selective end whatever its join strategy
 (see :mod:`provkg.queries.parts` for why the order of parts matters to rdflib). Lineage
-follows at most :data:`provkg.queries.builder.MAX_LINEAGE_DEPTH` steps back.
+is followed back at any depth (:func:`provkg.queries.builder.lineage`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ form, and :func:`format_pairs` decodes them, formats numbers one way and sorts b
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from provkg.vocab import XSD
@@ -16,6 +17,8 @@ __all__ = ["concat_pairs", "format_pairs", "format_value"]
 _INTEGERS = {XSD.integer, XSD.namespace + "int", XSD.namespace + "long", XSD.namespace + "short",
              XSD.namespace + "nonNegativeInteger", XSD.namespace + "positiveInteger"}
 _REALS = {XSD.double, XSD.decimal, XSD.namespace + "float"}
+#: an integral xsd:decimal lexical form: digits only, no '.' and no exponent
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
 def concat_pairs(name: str, value: str) -> str:
@@ -45,8 +48,19 @@ def format_value(value: object) -> str:
 
 
 def _decode(datatype: str, lexical: str) -> object:
+    """The Python value of a literal: an xsd:decimal written as a whole number (no ``.``, no
+    exponent) is an int, exact at any size (Virtuoso answers integers above 2^53 as
+    decimals: as floats they would lose digits).
+
+    >>> _decode(XSD.decimal, "18446744073709551617"), _decode(XSD.decimal, "-3")
+    (18446744073709551617, -3)
+    >>> _decode(XSD.decimal, "2.50"), _decode(XSD.double, "1E3")
+    (2.5, 1000.0)
+    """
     try:
         if datatype in _INTEGERS:
+            return int(lexical)
+        if datatype == XSD.decimal and _WHOLE.fullmatch(lexical.strip()):
             return int(lexical)
         if datatype in _REALS:
             return float(lexical)

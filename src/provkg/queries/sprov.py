@@ -3,13 +3,14 @@
 One edge is a data item and an input it came from: ``prov:wasDerivedFrom`` (no invocation),
 or the invocation that generated it and used the input. The edges at distance k are the
 last hop of a chain of k steps from the start, written as explicit chains (one UNION
-branch per k), never a property path (it cannot say the distance).
+branch per k), never a property path (it cannot say the distance). On Virtuoso, whose
+compiler cannot take those chains past depth 6, its transitive sub-query with step numbers
+(same answers, any ``depth`` up to :data:`MAX_SPROV_DEPTH`).
 ``s2`` and ``s3`` are ``.rq`` files in ``queries/``.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from provkg.errors import BadParameter
@@ -58,24 +59,31 @@ def s1(terms: dict[str, str], values: dict[str, Any], schema: str) -> str:
 
 
 def _s1_virtuoso(starts: str | tuple[str, ...], depth: int) -> str:
-    """s1 as Virtuoso 7.2 compiles it: each distance a sub-select projecting its edge, the
-    start written in place (a validated IRI term; one set of branches per start when a
-    location names several values). With a VALUES anchor, BINDs or nested sub-selects its
-    compiler fails from distance 2 on (SP031 "equiv replaces filter", SQ142)."""
+    """s1 as Virtuoso runs it: its transitive sub-query (``OPTION (TRANSITIVE ...)``) walks
+    up to ``depth - 1`` steps back from the start, numbering them (``t_step``), and the last
+    step is joined to the node reached. Without ``t_distinct`` every walk counts, so an edge
+    reached by chains of several lengths shows at each depth, as the chains of the standard
+    form give it. The start is written in place (a validated IRI term) and compared with
+    ``FILTER(... = ...)``: Virtuoso walks from a start given so, while a ``VALUES`` anchor
+    leaves it to walk from the other end and lose the anchor. One branch per start when a
+    location names several values. (One explicit chain per distance, as before, exceeds
+    the SQL text Virtuoso's compiler allows from depth 7 on: SP031.)"""
     branches = []
-    for start, k in itertools.product((starts,) if isinstance(starts, str) else starts,
-                                      range(1, depth + 1)):
-        nodes = [start] + [f"?n{k}_{i}" for i in range(1, k + 1)]
-        hops = [group([_flat_step(nodes[i], nodes[i + 1], f"?t{k}_{i}")]) for i in range(k - 1)]
-        edge = _flat_step(nodes[k - 1], nodes[k], f"?inv{k}")
-        branches.append([subquery([f"({nodes[k - 1]} AS ?data)", f"({nodes[k]} AS ?derived_from)",
-                                   f"(?inv{k} AS ?invocation)", f"({k} AS ?depth)"],
-                                  [*hops, edge])])
+    for i, start in enumerate((starts,) if isinstance(starts, str) else starts):
+        s, k = f"?lin{i}_s", f"?lin{i}_k"  # each start its own sub-select and names (SP031)
+        walk = (f"{{ SELECT {s} ?data WHERE {{ {_flat_step(s, '?data', f'?lin{i}_t')} }} }} "
+                f"OPTION (TRANSITIVE, t_in({s}), t_out(?data), t_min(0), t_max({depth - 1}), "
+                f"t_step('step_no') AS {k}) .")
+        branches.append([subquery(["?data", "?derived_from", "?invocation", f"(({k} + 1) AS ?depth)"],
+                                  [walk, f"FILTER({s} = {start})",
+                                   _flat_step("?data", "?derived_from", "?invocation")])])
     return select(["?data", "?derived_from", "?invocation", "?depth"], [union(*branches)],
                   distinct=True, order_by=["?depth", "?data", "?derived_from", "?invocation"])
 
 
 def _flat_step(a: str, b: str, invocation: str) -> str:
-    return union([f"{a} prov:wasDerivedFrom {b} ."],
-                 [f"{a} prov:wasGeneratedBy {invocation} .", f"{invocation} a s-prov:Invocation .",
-                  f"{invocation} prov:used {b} ."])
+    """One step from ``a`` back to ``b``, on one line."""
+    return " ".join(union([f"{a} prov:wasDerivedFrom {b} ."],
+                          [f"{a} prov:wasGeneratedBy {invocation} .",
+                           f"{invocation} a s-prov:Invocation .",
+                           f"{invocation} prov:used {b} ."]).split())

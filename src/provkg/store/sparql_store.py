@@ -231,7 +231,15 @@ class SparqlStore(Store):
             answer = self._request(text, timeout=timeout, accept="text/turtle")
             if not isinstance(answer, tuple) or b"ResultSet" not in answer[0]:
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
-            return _rows_from_turtle(answer[0], oxigraph_result_term if typed else _python_term)
+            try:
+                return _rows_from_turtle(answer[0], oxigraph_result_term if typed else _python_term)
+            except StoreError:
+                # a run-time error after the answer began: Virtuoso writes it into the body
+                body = answer[0].decode("utf-8", "replace")
+                failed = re.search(r"^" + _VIRTUOSO_ERROR.pattern, body, re.MULTILINE)
+                if failed is None:
+                    raise
+                raise query_failed(self.url, _error_text(body[failed.start():], text)) from None
         answer = self._request(text, timeout=timeout)
         if not isinstance(answer, dict) or "results" not in answer:
             raise StoreError("select() needs a SELECT query; use ask() or construct()")
@@ -327,15 +335,17 @@ class SparqlStore(Store):
             body = _body(exc)
             if "memory exhausted" in body:  # Virtuoso's parser: a request too large, not bad SPARQL
                 raise StoreError(f"{self.url} could not parse a request this large: {body[:300]}") from exc
+            if _VIRTUOSO_ERROR.search(body) and not _is_syntax_error(body):
+                raise query_failed(self.url, _error_text(body, text)) from exc
             raise syntax_error(_error_text(body, text)) from exc
         except (EndPointNotFound, Unauthorized) as exc:
             hint = " (add ?user=…&password=… to the store URL)" if isinstance(exc, Unauthorized) else ""
             raise StoreUnavailable(f"{self.url}: {type(exc).__name__}: {_body(exc)[:500]}{hint}") from exc
         except SPARQLWrapperException as exc:
             body = _body(exc)
-            if "37000" in body or "syntax error" in body.lower():  # Virtuoso: 500 for some syntax errors
+            if _is_syntax_error(body):  # Virtuoso: 500 for some syntax errors
                 raise syntax_error(_error_text(body, text)) from exc
-            raise StoreError(f"{self.url} answered with an error: {body[:1000]}") from exc
+            raise query_failed(self.url, _error_text(body, text)[:1000]) from exc
         except TimeoutError as exc:
             raise QueryTimeout(f"{self.url} did not answer within {timeout} s") from exc
         except urllib.error.HTTPError as exc:
@@ -429,6 +439,54 @@ def _body(exc: SPARQLWrapperException) -> str:
         except (ValueError, SyntaxError):
             return raw
     return text
+
+
+#: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
+_VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
+
+
+def _is_syntax_error(body: str) -> bool:
+    """Whether an endpoint's error says the query text does not parse. Virtuoso files its
+    compile-time failures under SQL state 37000 too ("syntax error or access violation"):
+    only its code SP030 (the SPARQL parser: syntax errors, undefined prefixes) is one;
+    SP031 (generated SQL too long, optimizer gave up), TR... (transitive sub-queries),
+    SR... (run-time conversions), 42000 (cost estimate) are failures to run a valid query.
+
+    >>> _is_syntax_error("Virtuoso 37000 Error SP030: SPARQL compiler, line 1: syntax error at '}'")
+    True
+    >>> _is_syntax_error("Virtuoso 37000 Error SP031: SPARQL: Internal error: The length of generated "
+    ...                  "SQL text has exceeded 10000 lines of code")
+    False
+    >>> _is_syntax_error("Virtuoso 22005 Error SR341: Invalid integer value converting '1844'")
+    False
+    """
+    m = _VIRTUOSO_ERROR.search(body)
+    if m:
+        return m.group(2) == "SP030"
+    return "syntax error" in body.lower() or "parse error" in body.lower()
+
+
+#: what to do about a Virtuoso failure, by the words of its message
+_VIRTUOSO_HINTS = (
+    ("exceeds the limit of",
+     ("Virtuoso refused the query by its cost estimate, which is unreliable for UNIONs and "
+      "transitive sub-queries; set MaxQueryCostEstimationTime = 0 in the [SPARQL] section of "
+      "virtuoso.ini and restart it (provkg's own launcher does; MaxQueryExecutionTime still "
+      "bounds the run time)")),
+    ("exceeded 10000 lines", "the query is too large for Virtuoso's SPARQL compiler"),
+    ("failed to process the query with reasonable quality",
+     "the query is too large for Virtuoso's SPARQL compiler"),
+    ("Invalid integer value converting",
+     ("Virtuoso holds integers of 64 bits at most: a value of the query or the data is "
+      "outside that range")),
+)
+
+
+def query_failed(url: str, message: str) -> StoreError:
+    """A :class:`StoreError` for a valid query the store failed to run, with a hint."""
+    hints = [hint for words, hint in _VIRTUOSO_HINTS if words in message]
+    text = f"{url} could not run the query: {message.strip()}"
+    return StoreError(text + (f" ({hints[0]})" if hints else ""))
 
 
 def _error_text(body: str, sent: str) -> str:
