@@ -174,6 +174,24 @@ _INTEGER_TYPES = {_XSD + t for t in (
     "unsignedByte")}
 _FLOAT_TYPES = {_XSD + "double", _XSD + "float", _XSD + "decimal"}
 _SPECIAL_FLOATS = {"INF": "inf", "+INF": "inf", "-INF": "-inf", "NaN": "nan"}
+_DATETIME = re.compile(r"(-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
+
+
+def canonical_datetime(lexical: str) -> str:
+    """An xsd:dateTime in one form whatever store computed it: no trailing zeros in the
+    fraction, UTC as ``Z`` (Oxigraph wrote ``.75Z``, Virtuoso ``.750Z``, rdflib
+    ``.750000+00:00`` for the same MAX of times).
+
+    >>> canonical_datetime("2024-02-29T10:00:50.750000+00:00"), canonical_datetime("2024-01-01T00:00:00.000Z")
+    ('2024-02-29T10:00:50.75Z', '2024-01-01T00:00:00Z')
+    """
+    m = _DATETIME.fullmatch(lexical.strip())
+    if m is None:
+        return lexical
+    day, fraction, zone = m.groups()
+    fraction = (fraction or "").rstrip("0")
+    zone = "Z" if zone in ("+00:00", "-00:00") else (zone or "")
+    return day + ("." + fraction if fraction else "") + zone
 
 
 def python_value(kind: str, value: str, datatype: str | None = None) -> object:
@@ -198,6 +216,8 @@ def python_value(kind: str, value: str, datatype: str | None = None) -> object:
         return value  # ill-typed literal: keep what the data says
     if datatype == XSD.boolean:
         return value.strip() in ("true", "1")
+    if datatype == XSD.dateTime:
+        return canonical_datetime(value)
     return value
 
 
