@@ -209,16 +209,7 @@ def test_q2_pairs_each_slice_start_with_the_end_of_the_same_crop(embedded_store)
     assert {r[0] for r in rows} == {64}
 
 
-SECTIONED = """\
-workflow: fit
-phase: learning
-transformations:
-  - name: training
-    kind: training
-    used:
-      - {name: train_set, role: dataset}
-    generated:
-      - {name: model, role: model}
+SECTIONED = LEARNING + """\
   - name: epoch
     kind: section
     of: training
