@@ -70,6 +70,8 @@ _SECTIONS = {
 _ROLES = {
     "hyperparameter": ("provml:LearningHyperparameterValue", "provml:LearningHyperparameter",
                        "Hyperparameter"),
+    "model_hyperparameter": ("provml:ModelHyperparameterValue", "provml:ModelHyperparameter",
+                             "ModelHyperparameter"),
     "model": ("provml:Model", "provml:ModelProspection", "Model"),
     "model_schema": ("provml:ModelSchemaValue", "provml:ModelSchema", "ModelSchema"),
     "evaluation_measure": ("provml:ModelEvaluation", "provml:EvaluationMeasure", "ModelEvaluation"),
@@ -163,11 +165,17 @@ def section_summary(parent: str, var: str, *, measure: str | None = None,
     return Part("section summary", tuple(patterns))
 
 
-def role_value(var: str, role: str, schema: str, *, name: str | None = None,
-                with_value: str | None = None) -> tuple[str, ...]:
-    """Clauses saying ``var`` is a value of ``role`` (and optionally its name / literal)."""
-    value_cls, prosp_cls, tag = _ROLES[role]
+def role_value(var: str, role: str | tuple[str, ...], schema: str, *, name: str | None = None,
+               with_value: str | None = None) -> tuple[str, ...]:
+    """Clauses saying ``var`` is a value of ``role`` (and optionally its name / literal).
+    Of several roles, the class / tag is a variable that :func:`role_filter` restricts."""
+    roles = (role,) if isinstance(role, str) else role
     attr = f"{var}_attr"
+    if len(roles) == 1:
+        value_cls, prosp_cls, tag = _ROLES[roles[0]]
+        tag = literal(tag)
+    else:
+        value_cls, prosp_cls, tag = f"{var}_cls", f"{attr}_cls", f"{attr}_tag"
     value = (f"{var} prov:value {with_value}",) if with_value else ()
     label = (f"{attr} rdfs:label {name}",) if name else ()
     if schema == "typed":
@@ -176,29 +184,36 @@ def role_value(var: str, role: str, schema: str, *, name: str | None = None,
         return (f"{var} a {value_cls}", *value, f"{var} prov:wasDerivedFrom {attr}",
                 f"{attr} a {prosp_cls}", *label)
     return (f"{var} a provlake:AttributeValue", *value, f"{var} prov:wasDerivedFrom {attr}",
-            f"{attr} a provlake:Attribute", f"{attr} provlake:tag {literal(tag)}", *label)
+            f"{attr} a provlake:Attribute", f"{attr} provlake:tag {tag}", *label)
+
+
+def role_filter(var: str, roles: tuple[str, ...], schema: str, *, named: bool = True) -> tuple[str, ...]:
+    """The FILTERs that keep :func:`role_value` of several ``roles`` to those roles."""
+    if len(roles) == 1:
+        return ()
+    attr = f"{var}_attr"
+    if schema == "typed":
+        out = [f"FILTER({var}_cls IN ({', '.join(_ROLES[r][0] for r in roles)}))"]
+        if named:
+            out.append(f"FILTER({attr}_cls IN ({', '.join(_ROLES[r][1] for r in roles)}))")
+        return tuple(out)
+    return (f"FILTER({attr}_tag IN ({', '.join(literal(_ROLES[r][2]) for r in roles)}))",)
+
+
+#: what "the hyperparameters" of a training are: learning ones (learning rate, batch size)
+#: and model ones (dropout, layer widths)
+_HYPERPARAMETER_ROLES = ("hyperparameter", "model_hyperparameter")
 
 
 def hyperparameters(stage_var: str, name: str, value: str, schema: str, *,
                     var: str = "?hp") -> Part:
     """The hyperparameter values ``stage_var`` used, with their names (from the prospective
-    attribute, so both schemas need that hop; tagged adds the tag). Learning
-    hyperparameters (learning rate, batch size) and model hyperparameters (dropout, layer
-    widths) both: a user asking for "the hyperparameters" of a training means both."""
-    attr = f"{var}_attr"
-    if schema == "typed":
-        patterns = (f"{var} a {var}_cls", f"{var} prov:value {value}",
-                    f"{var} prov:wasDerivedFrom {attr}", f"{attr} a {attr}_cls",
-                    f"{attr} rdfs:label {name}")
-        extra = (f"FILTER({var}_cls IN (provml:LearningHyperparameterValue, "
-                 "provml:ModelHyperparameterValue))",
-                 f"FILTER({attr}_cls IN (provml:LearningHyperparameter, provml:ModelHyperparameter))")
-    else:
-        patterns = (f"{var} a provlake:AttributeValue", f"{var} prov:value {value}",
-                    f"{var} prov:wasDerivedFrom {attr}", f"{attr} a provlake:Attribute",
-                    f"{attr} provlake:tag {attr}_tag", f"{attr} rdfs:label {name}")
-        extra = (f'FILTER({attr}_tag IN ("Hyperparameter", "ModelHyperparameter"))',)
-    return Part("model hyperparameters", (f"{stage_var} prov:used {var}", *patterns), extra)
+    attribute, so both schemas need that hop; tagged adds the tag), learning and model
+    hyperparameters both."""
+    return Part("model hyperparameters",
+                (f"{stage_var} prov:used {var}",
+                 *role_value(var, _HYPERPARAMETER_ROLES, schema, name=name, with_value=value)),
+                role_filter(var, _HYPERPARAMETER_ROLES, schema))
 
 
 def model(stage_var: str, var: str, schema: str) -> Part:
