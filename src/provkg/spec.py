@@ -227,8 +227,8 @@ def _check_shape(text: str, source: str) -> None:
             if isinstance(ev, yaml.CollectionStartEvent):
                 depth, nodes = depth + 1, nodes + 1
                 if depth > MAX_SPEC_DEPTH:
-                    _raise([f"{source}:{ev.start_mark.line + 1}: nested deeper than "
-                            f"{MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
+                    line = ev.start_mark.line + 1
+                    _raise([f"{source}:{line}: nested deeper than {MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
                 open_.append((ev.anchor, nodes - 1))
             elif isinstance(ev, yaml.CollectionEndEvent):
                 depth -= 1
@@ -243,8 +243,8 @@ def _check_shape(text: str, source: str) -> None:
                 nodes += sizes.get(ev.anchor or "", 1)
             if nodes > MAX_SPEC_NODES:
                 line = ev.start_mark.line + 1 if ev.start_mark else 1
-                _raise([f"{source}:{line}: expands to more than {MAX_SPEC_NODES:,} values "
-                        "(YAML aliases repeat what they name); write a smaller spec"])
+                _raise([(f"{source}:{line}: expands to more than {MAX_SPEC_NODES:,} values "
+                         "(YAML aliases repeat what they name); write a smaller spec")])
     except yaml.YAMLError:
         return
 
@@ -257,6 +257,11 @@ def parse_spec(text: str, *, source: str = "<string>") -> Spec:
             ``exc.problems`` holds them as a list.
     """
     _check_shape(text, source)
+    return _parse_checked(text, source)
+
+
+def _parse_checked(text: str, source: str) -> Spec:
+    """:func:`parse_spec` of text :func:`_check_shape` has passed."""
     try:
         node = yaml.compose(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
         data = yaml.load(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
@@ -409,15 +414,15 @@ def load_spec(path: str | Path) -> Spec:
         raise BadSpec(f"{p}:1: not UTF-8 text") from exc
     except OSError as exc:
         raise BadSpec(f"{p}: cannot read the spec file: {exc.strerror or exc}") from exc
+    _check_shape(text, str(p))  # before json.loads too: it recurses
     if p.suffix.lower() == ".json":  # YAML would also take JSON5-ish text (trailing commas)
-        _check_shape(text, str(p))
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
             _raise([f"{p}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"])
         except RecursionError:
             _raise([f"{p}:1: nested deeper than {MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
-    return parse_spec(text, source=str(p))
+    return _parse_checked(text, str(p))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -115,28 +115,27 @@ def stored_specs(store: Store) -> list[Spec]:
     (written by another provkg version) is skipped with a warning."""
     rows = store.select(f"SELECT ?wf ?d WHERE {{ ?wf {PK.specDocument} ?d }}",
                         hide_system_graphs=False)
-    out = []
-    for wf, document in rows.rows:
-        try:
-            out.append(parse_spec(document if isinstance(document, str) else json.dumps(document),
-                                  source=f"the spec stored for {wf}"))
-        except BadSpec as exc:
-            log.warning("skipping the spec stored for %s: %s", wf, exc)
-    return out
+    return [spec for wf, document in rows.rows
+            if (spec := _stored_spec(wf, document)) is not None]
 
 
 def _replaced_specs(store: Store, wf: str, document: str) -> list[Spec]:
-    """The specs stored for workflow ``wf`` other than ``document`` (a changed spec)."""
+    """The specs stored for workflow ``wf`` other than ``document`` (a changed spec); one
+    that no longer validates keeps its triples."""
     rows = store.select(f"SELECT ?d WHERE {{ {wf} {PK.specDocument} ?d "
                         f"FILTER(!sameTerm(?d, {document})) }}", hide_system_graphs=False)
-    out = []
-    for (text,) in rows.rows:
-        try:
-            out.append(parse_spec(text if isinstance(text, str) else json.dumps(text),
-                                  source=f"the spec stored for {wf}"))
-        except BadSpec as exc:  # another provkg version's: its triples stay
-            log.warning("cannot read the spec stored for %s to replace it: %s", wf, exc)
-    return out
+    return [spec for (text,) in rows.rows if (spec := _stored_spec(wf, text)) is not None]
+
+
+def _stored_spec(wf: object, document: object) -> Spec | None:
+    """A ``provkg:specDocument`` read back; None (logged) when it no longer validates
+    (written by another provkg version)."""
+    try:
+        return parse_spec(document if isinstance(document, str) else json.dumps(document),
+                          source=f"the spec stored for {wf}")
+    except BadSpec as exc:
+        log.warning("skipping the spec stored for %s: %s", wf, exc)
+        return None
 
 
 #: typed classes a spec gives runs, executions and values (undone when the spec changes)
@@ -162,8 +161,8 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
     transformations = " ".join(tt.term for tt in wt.transformations.values())
     attributes = " ".join(term for tt in wt.transformations.values()
                           for term, _, _ in tt.attributes.values())
-    parts = [f"DELETE {{ ?r {A} {PML.LearningProcessExecution} }} INSERT {{ ?r {A} {PL.WorkflowExecution} }} "
-             f"WHERE {{ ?r {P.wasInfluencedBy} {wt.term} ; {A} {PML.LearningProcessExecution} }}"]
+    parts = [(f"DELETE {{ ?r {A} {PML.LearningProcessExecution} }} INSERT {{ ?r {A} {PL.WorkflowExecution} }} "
+              f"WHERE {{ ?r {P.wasInfluencedBy} {wt.term} ; {A} {PML.LearningProcessExecution} }}")]
     if transformations:
         parts.append(f"DELETE {{ ?x {A} ?c }} INSERT {{ ?x {A} {PL.DataTransformationExecution} }} "
                      f"WHERE {{ VALUES ?t {{ {transformations} }} VALUES ?c {{ {' '.join(_TYPED_EXECUTIONS)} }} "
