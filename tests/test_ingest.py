@@ -4,6 +4,7 @@ later, typed vs tagged answering the same questions, summaries, the in-process s
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 from mapper_support import SPEC_YAML, WORKFLOW, lifecycle_events, lifecycle_spec
@@ -227,3 +228,39 @@ def test_every_schema_ingests_shuffled_events_to_the_same_graph(embedded_store: 
     for i in range(0, len(shuffled), 6):  # many small sessions, each its own batch
         ingest_events(embedded_store, shuffled[i:i + 6], specs=[spec], schema=schema)
     assert everything(embedded_store) == ordered
+
+
+def test_the_bulk_writer_keeps_every_triple_with_loads_side_by_side(tmp_path) -> None:
+    # on-disk Oxigraph takes two bulk loads at once: 60 buffers of 1,000 triples (some
+    # repeated across buffers) go through both loader threads and all land, once each
+    from provkg.service.ingest import _Writer
+    from provkg.store import open_store
+
+    with open_store(f"oxigraph:{tmp_path / 'store'}") as store:
+        assert store.parallel_adds == 2
+        writer = _Writer(store, min_triples=1000)
+        expected = set()
+        for b in range(60):
+            batch = [(f"<http://ex.org/s{b}-{i}>", "<http://ex.org/p>", literal(i)) for i in range(1000)]
+            batch.append(("<http://ex.org/shared>", "<http://ex.org/p>", literal(b % 3)))
+            expected.update(batch)
+            writer.put(batch)
+        writer.close()
+        assert store.count() == len(expected) == 60_003
+        assert set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")) == expected
+
+
+def test_a_failed_background_load_reaches_the_caller(tmp_path) -> None:
+    from provkg.errors import StoreError
+    from provkg.service.ingest import _Writer
+    from provkg.store import open_store
+
+    with open_store(f"oxigraph:{tmp_path / 'store'}") as store:
+        writer = _Writer(store, min_triples=10)
+        writer.put([("<http://ex.org/a>", "<http://ex.org/p>", '"unterminated')] * 20)
+        with pytest.raises(StoreError, match="not valid RDF"):
+            for _ in range(50):  # the error is handed over on a later put or at the end
+                writer.put([("<http://ex.org/a>", "<http://ex.org/p>", literal(1))] * 20)
+            writer.close()
+        writer.close()  # stops the threads (a no-op if the error came from close)
+        assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("provkg-ingest-writer"))

