@@ -1,7 +1,8 @@
 """rdflib in memory: a ``Dataset`` whose queries see the union of all graphs.
 
-Small graphs only: rdflib loads about 34,000 triples/s and its SPARQL engine orders
-patterns naively (see RECIPES.md). Data goes in through rdflib's N-Triples /
+Small graphs only: rdflib loads about 34,000 triples/s (see RECIPES.md), and its SPARQL
+engine needs its plans rewritten (:mod:`provkg.store.rdflib_plan`) to answer the canned
+queries in seconds rather than minutes. Data goes in through rdflib's N-Triples /
 N-Quads parsers, so terms are read exactly as the other backends read them.
 
 rdflib 7.6 warns about its own deprecated names from inside its SPARQL engine
@@ -23,6 +24,8 @@ import rdflib.plugins.sparql as rdflib_sparql
 from pyparsing import ParseBaseException
 from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery
 
 from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
@@ -37,6 +40,7 @@ from provkg.store.base import (
     syntax_error,
 )
 from provkg.store.progress import counting_reader
+from provkg.store.rdflib_plan import improve
 from provkg.term import Triple
 
 __all__ = ["RdflibStore"]
@@ -183,7 +187,10 @@ class RdflibStore(Store):
         ds = self._dataset()
         try:
             with _rdflib_call():
-                result = ds.query(query)
+                # translated here so the plan can be improved (provkg.store.rdflib_plan)
+                prepared = translateQuery(parseQuery(query), None, dict(ds.namespaces()))
+                improve(prepared.algebra)
+                result = ds.query(prepared)
                 if result.type == "SELECT":
                     result.bindings  # evaluate now, inside the error mapping
                 return result
