@@ -209,6 +209,56 @@ def test_q2_pairs_each_slice_start_with_the_end_of_the_same_crop(embedded_store)
     assert {r[0] for r in rows} == {64}
 
 
+TILINGS = """\
+workflow: prep2
+phase: preparation
+transformations:
+  - name: select
+    used:
+      - {name: first_inline, concept: seis:sliceStart}
+      - {name: last_inline, concept: seis:sliceEnd}
+    generated: [{name: selection, role: dataset}]
+  - name: cut
+    used:
+      - {name: selection, role: dataset}
+      - {name: tsize, concept: seis:tileSize}
+      - {name: noise, concept: seis:noiseThreshold}
+    generated: [{name: tiles, role: dataset}]
+  - name: merge
+    used: [{name: tiles, role: dataset}]
+    generated: [{name: train_set, role: dataset}]
+"""
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q2_pairs_each_tile_size_with_the_noise_threshold_of_the_same_cut(store, schema):
+    # one selection cut twice (tile 16 / noise 0.1, tile 32 / noise 0.3) into one training
+    # set: two (tile, noise) pairs, not their four combinations (found by black-box testing)
+    prep, fit = parse_spec(TILINGS), parse_spec(LEARNING)
+    t0 = 1_700_000_000.0
+
+    def task(tid, name, used, generated):
+        common = {"type": "task", "id": tid, "workflow_id": "p" if name != "training" else "f",
+                  "transformation": name}
+        return [{**common, "event": "begin", "time": t0, "used": used},
+                {**common, "event": "end", "time": t0 + 1, "status": "finished", "generated": generated}]
+
+    events = [{"type": "workflow", "event": "begin", "id": "p", "time": t0, "workflow": "prep2"},
+              {"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"},
+              *task("sel", "select", [{"name": "first_inline", "value": 10}, {"name": "last_inline", "value": 20}],
+                    [{"name": "selection", "id": "sel-out"}])]
+    for cut, tile, noise in (("cutA", 16, 0.1), ("cutB", 32, 0.3)):
+        events += task(cut, "cut", [{"name": "selection", "id": "sel-out"}, {"name": "tsize", "value": tile},
+                                    {"name": "noise", "value": noise}], [{"name": "tiles", "id": f"{cut}-out"}])
+    events += task("merge", "merge", [{"name": "tiles", "id": "cutA-out"}, {"name": "tiles", "id": "cutB-out"}],
+                   [{"name": "train_set", "id": "ds2"}])
+    events += task("fit2", "training", [{"name": "train_set", "id": "ds2"}], [{"name": "model", "id": "m2"}])
+    store.add([*map_spec(prep, schema=schema), *map_spec(fit, schema=schema),
+               *map_events(events, {"prep2": prep, "fit": fit}, schema=schema)])
+    rows = run_query(store, "q2", {"model": "m2"}, schema=schema).rows
+    assert sorted(rows) == [[16, 0.1, 10, 20], [32, 0.3, 10, 20]]
+
+
 SECTIONED = LEARNING + """\
   - name: epoch
     kind: section

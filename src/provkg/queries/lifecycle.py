@@ -131,9 +131,24 @@ def _slice_range() -> str:
     return optional(lineage("?dataset", used_by_maker, prefix="?sr_lin"))
 
 
+def _tiling() -> str:
+    """OPTIONAL ``?tile_size``, with the ``?noise_threshold`` the same task used when it used
+    one: two tilings of one selection are two (tile, noise) pairs, never their four
+    combinations. A noise threshold set by another task is found by the next OPTIONAL."""
+    def used_by_maker(node: str, k: int | None) -> list[str | P.Part]:
+        return [P.link("?tiling_attr provlake:concept seis:tileSize",
+                       "?tiling_v prov:wasDerivedFrom ?tiling_attr", "?tiling_v prov:value ?tile_size",
+                       "?tiling_task prov:used ?tiling_v", f"{node} prov:wasGeneratedBy ?tiling_task"),
+                optional(P.link("?tiling_task prov:used ?tiling_nv",
+                                "?tiling_nv prov:wasDerivedFrom ?tiling_nattr",
+                                "?tiling_nattr provlake:concept seis:noiseThreshold",
+                                "?tiling_nv prov:value ?noise_threshold"))]
+    return optional(lineage("?dataset", used_by_maker, prefix="?tiling_lin"))
+
+
 def q2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    where = [*_trained_on(values_block({"model": t["model"]}), schema),
-             *(_selection(concept, var) for var, concept in _SELECTION[:2]), _slice_range()]
+    where = [*_trained_on(values_block({"model": t["model"]}), schema), _tiling(),
+             _selection("seis:noiseThreshold", "?noise_threshold"), _slice_range()]
     return select([var for var, _ in _SELECTION], where, distinct=True)
 
 
