@@ -264,3 +264,23 @@ def test_a_failed_background_load_reaches_the_caller(tmp_path) -> None:
             writer.close()
         writer.close()  # stops the threads (a no-op if the error came from close)
         assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("provkg-ingest-writer"))
+
+
+def test_linking_a_location_links_every_value_captured_there(embedded_store: Store) -> None:
+    # the same raw file captured by two passes (two ids, one location): a link by location
+    # links both, so lineage through either pass reaches the domain KG (black-box finding)
+    from provkg.service.links import find_values, link_value
+
+    spec = lifecycle_spec()
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": WORKFLOW}]
+    for n in (1, 2):
+        events += [{"type": "task", "event": "begin", "id": f"pass{n}", "time": 1.7e9 + n, "workflow_id": "r",
+                    "transformation": "training",
+                    "used": [{"name": "raw", "id": f"raw-pass{n}", "location": "file:///raw/A.sgy"}]}]
+    ingest_events(embedded_store, events, specs=[spec])
+    assertion = link_value(embedded_store, "file:///raw/A.sgy", "https://example.org/petro/file-A", agent="dana")
+    linked = embedded_store.select(PREFIX + f"""SELECT ?v WHERE {{ <{assertion}> provkg:linkedValue ?v .
+        ?v provlake:denotes <https://example.org/petro/file-A> }} ORDER BY ?v""").rows
+    expected = [f"{DEFAULT_BASE}value/raw-pass1", f"{DEFAULT_BASE}value/raw-pass2"]
+    assert [r[0] for r in linked] == expected
+    assert find_values(embedded_store, "raw-pass2") == [f"<{expected[1]}>"]

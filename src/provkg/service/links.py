@@ -20,46 +20,53 @@ from provkg.store import Store, open_store
 from provkg.term import datetime_literal, id_from_iri, iri, is_valid_iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE, XSD
 
-__all__ = ["check_links", "cmd_check_links", "cmd_link", "link_value"]
+__all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value"]
 
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
                when: float | None = None, base: str = DEFAULT_BASE) -> str:
-    """Say that captured value ``value_id`` (its id or location URI) denotes ``target``.
+    """Say that captured value ``value_id`` denotes ``target``: the value with that id, or
+    else every value captured at that location URI (the same data captured more than once,
+    e.g. read by two runs, is one file in the domain KG).
 
     Returns the IRI of the ``provkg:LinkAssertion`` recording who (``agent``, default the
-    user running this) and when (``when``, seconds since the epoch, default now).
+    user running this), when (``when``, seconds since the epoch, default now) and which
+    values it linked (``provkg:linkedValue``, one or more).
 
     Raises:
         BadParameter: ``target`` is not an absolute IRI.
-        NotFound: the store holds no value with that id.
+        NotFound: the store holds no value with that id or location.
     """
     target_term = iri(target)
-    value = _find_value(store, value_id, base=base)
+    values = find_values(store, value_id, base=base)
     who = agent or os.environ.get("USER") or getpass.getuser()
     at = time.time() if when is None else when
     stamp = datetime_literal(at)
     assertion = mint_iri("link", value_id, target, stamp.split('"')[1], base=base)
     a, person = iri(assertion), iri(mint_iri("agent", who, base=base))
     store.add([
-        (value, PL.denotes, target_term),
-        (a, A, PK.LinkAssertion), (a, PK.linkedValue, value), (a, PK.linkedTo, target_term),
-        (a, PK.assertedBy, person), (a, PK.assertedAt, stamp),
+        *((value, PL.denotes, target_term) for value in values),
+        (a, A, PK.LinkAssertion), *((a, PK.linkedValue, value) for value in values),
+        (a, PK.linkedTo, target_term), (a, PK.assertedBy, person), (a, PK.assertedAt, stamp),
         (person, A, P.Agent), (person, LABEL, literal(who)),
     ])
     return assertion
 
 
-def _find_value(store: Store, value_id: str, *, base: str) -> str:
-    """The term of the captured value with this id, or else with this location."""
+def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> list[str]:
+    """The term of the captured value with this id, or else the terms of every value
+    captured with this location, sorted.
+
+    Raises:
+        NotFound: none."""
     value = iri(mint_iri("value", value_id, base=base))
     if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
-        return value
-    if is_valid_iri(value_id):  # a value captured with both an id and a location
-        rows = store.select(f"SELECT ?v WHERE {{ ?v {PL.location} {literal(value_id, XSD.anyURI)} }} "
-                            "ORDER BY ?v LIMIT 1").rows
+        return [value]
+    if is_valid_iri(value_id):  # values captured with both an id and a location
+        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(value_id, XSD.anyURI)} }} "
+                            "ORDER BY ?v").rows
         if rows:
-            return iri(str(rows[0][0]))
+            return [iri(str(row[0])) for row in rows]
     raise NotFound(f"no captured value with id or location {value_id!r} in the store")
 
 
@@ -79,7 +86,10 @@ def cmd_link(args: argparse.Namespace) -> int:
     """``provkg link VALUE_ID IRI [--agent WHO]``."""
     with open_store(args.store) as store:
         assertion = link_value(store, args.value_id, args.target, agent=args.agent)
-    print(f"linked {args.value_id} -> {args.target} (recorded as {assertion})")
+        values = find_values(store, args.value_id)
+    names = [id_from_iri(v[1:-1], "value") or v[1:-1] for v in values]
+    what = names[0] if len(names) == 1 else f"{len(names)} values captured at {args.value_id} ({', '.join(names)})"
+    print(f"linked {what} -> {args.target} (recorded as {assertion})")
     return 0
 
 
