@@ -14,7 +14,7 @@ from typing import Any
 
 from provkg.errors import MappingError
 from provkg.mapper import tagged, typed
-from provkg.mapper.terms import PL
+from provkg.mapper.terms import PL, P
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
 from provkg.vocab import DEFAULT_BASE, XSD
@@ -267,6 +267,17 @@ def domain_term(uri: str) -> str:
     """``<uri>`` for a captured domain IRI; a ``%`` that starts no escape becomes ``%25``
     (the wire format lets it through, RDF parsers refuse it)."""
     return iri(_STRAY_PERCENT.sub("%25", uri) if "%" in uri else uri)
+
+
+def location_bridge(value: str, v: dict[str, Any], mint: Minter) -> tuple[str, str, str] | None:
+    """For a generated value captured with both an ``id`` and a ``location``: the data at
+    that location (the node a consumer that knows only the path, ``capture.ref(path)``,
+    uses) derives from this value. Without it lineage stopped between the two nodes. None
+    for any other value (a used value's id is the producer's; no cycle is added)."""
+    vid, loc = v.get("id"), v.get("location")
+    if vid is None or loc is None or vid == loc:
+        return None
+    return (mint.value(loc), P.wasDerivedFrom, value)
 
 
 def as_dict(event: Any) -> dict[str, Any]:

@@ -13,7 +13,13 @@ import json
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms, domain_term
+from provkg.mapper.common import (
+    MapState,
+    TransformationTerms,
+    WorkflowTerms,
+    domain_term,
+    location_bridge,
+)
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.term import literal
 from provkg.vocab import XSD
@@ -159,6 +165,9 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         if loc is not None:
             append((vt, PL.location, literal(loc, _ANYURI)))
             append((vt, A, PL.DataReference))
+            bridge = None if used else location_bridge(vt, v, st.mint)
+            if bridge is not None:
+                append(bridge)
         dom = get("domain")
         if dom is not None:
             append((vt, PL.denotes, domain_term(dom)))

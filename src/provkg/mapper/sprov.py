@@ -35,7 +35,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from provkg.events import default_value_id
-from provkg.mapper.common import MapState, Minter, TransformationTerms, WorkflowTerms, domain_term
+from provkg.mapper.common import (
+    MapState,
+    Minter,
+    TransformationTerms,
+    WorkflowTerms,
+    domain_term,
+    location_bridge,
+)
 from provkg.mapper.terms import LABEL, PK, PL, PO, SP, A, P
 from provkg.spec import Spec
 from provkg.term import Triple, literal
@@ -154,6 +161,9 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
         out.append((vt, P.value, literal(v["value"])))
     if v.get("location") is not None:
         out.append((vt, PL.location, literal(v["location"], XSD.anyURI)))
+        bridge = None if used else location_bridge(vt, v, st.mint)
+        if bridge is not None:
+            out.append(bridge)
     if v.get("domain") is not None:
         out.append((vt, PL.denotes, domain_term(v["domain"])))
     for src in v.get("derived_from") or ():

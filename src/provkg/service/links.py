@@ -59,14 +59,14 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
 
     Raises:
         NotFound: none."""
-    value = iri(mint_iri("value", value_id, base=base))
-    if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
-        return [value]
-    if is_valid_iri(value_id):  # values captured with both an id and a location
+    if is_valid_iri(value_id):  # a location: every value captured there
         rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(value_id, XSD.anyURI)} }} "
                             "ORDER BY ?v").rows
         if rows:
             return [iri(str(row[0])) for row in rows]
+    value = iri(mint_iri("value", value_id, base=base))
+    if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
+        return [value]
     raise NotFound(f"no captured value with id or location {value_id!r} in the store")
 
 

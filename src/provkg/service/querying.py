@@ -21,7 +21,7 @@ from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.term import Triple, iri, is_valid_iri, literal, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROVLAKE, XSD
+from provkg.vocab import DEFAULT_BASE, PROV, PROVLAKE, XSD
 
 __all__ = [
     "cmd_query",
@@ -94,8 +94,9 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
             continue  # read as an id (the default)
         own = term_for(p, given, base=base)
         # the id's own IRI only if a value has it (one VALUES row less: Virtuoso's compiler
-        # runs out of code space on q3 with two rows repeated through its sub-selects)
-        if own not in found and store.ask(f"ASK {{ {own} ?p ?o }}"):
+        # runs out of code space on q3 with two rows repeated through its sub-selects); the
+        # node a location bridge names (mapper.common.location_bridge) is not a value
+        if own not in found and store.ask(f"ASK {{ {own} ?p ?o FILTER(?p != {iri(PROV.wasDerivedFrom)}) }}"):
             found.insert(0, own)
         out[p.name] = tuple(found)
     return out
