@@ -6,7 +6,11 @@ The background thread groups events (``batch_size`` events, or whatever is older
 captured values into wire-format value dicts, serializes each event once (``encoding``), and
 hands the batch to the sink: the encoded lines to the built-in sinks (``send_lines``), the event
 dicts to any other sink. A batch the sink cannot take goes to the disk spool as those same bytes
-and is re-sent, in order, when the sink answers again (exponential backoff). A full queue spills
+and is re-sent, in order, when the sink answers again (exponential backoff). A batch the
+receiver refuses as too large (HTTP 413) or for what some of its events hold (HTTP 422 / 400) is
+sent in halves, down to single events: only an event refused on its own is kept in
+``rejected/``. If ``close`` gives up waiting, whatever the thread still holds (the parts of a
+batch being split included) is spooled from the caller's thread. A full queue spills
 its older half to the spool from the caller's thread: the caller never waits for the network and
 memory never grows without limit.
 
@@ -21,15 +25,14 @@ use) re-sends. Nothing waits for the network there either.
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 import weakref
 from collections import deque
 from typing import Any
 
-import orjson
-
-from provkg.capture.encoding import encode_event, encode_events, expand_events
+from provkg.capture.encoding import encode_event, encode_events, expand_events, loads_exact
 from provkg.capture.report import logger, report_once
 from provkg.capture.sink import Sink, SinkRejected
 from provkg.capture.spool import Spool
@@ -76,8 +79,13 @@ class Emitter:
         self._final_attempt = False
         self._abandoned = False  # close() gave up waiting: the caller's thread spooled the rest
         self._flushing = 0
-        self._inflight: list[Any] | None = None  # the batch being sent (lines or event dicts)
-        self._replaying = False  # ... and it comes from a spool segment
+        # what the delivery thread holds, not in the queue and not delivered: the parts of the
+        # batch being sent (lines or event dicts), the next one to send last; replaced, never
+        # changed in place, so that close() always reads a whole list
+        self._inflight: list[list[Any]] | None = None
+        self._replaying = False  # ... and it comes from a spool segment (which still has it)
+        # taking a batch off the queue and marking it in flight is one step for close()
+        self._handoff = threading.RLock()
         self._retry_at = 0.0
         self._backoff = 0.0
         self._thread: threading.Thread | None = None
@@ -220,23 +228,42 @@ class Emitter:
             except Exception as exc:
                 report_once(("sink-close", type(exc)), f"closing the sink raised {exc!r}")
         elif thread.is_alive():  # the sink is stuck: keep what it holds and what is queued
-            self._abandoned = True
-            # a chunk re-sent from a spool segment is still in that segment: not spooled twice
-            inflight = [] if self._replaying else (self._inflight or [])
+            with self._handoff:  # the thread takes nothing more off the queue, spools nothing
+                self._abandoned = True
+                # a chunk re-sent from a spool segment is still in that segment: not spooled twice
+                inflight = [] if self._replaying else _flat(self._inflight or [])
             leftover = _drain(self._queue)
             lines = _as_lines(inflight) + encode_events(leftover)
+            dropped = self.spool.dropped_events
             if lines:
                 self.spool.append_lines(lines)
+            lost = self.spool.dropped_events - dropped
+            kept = f"{len(lines) - lost} events spooled in {self.spool.directory}"
             report_once(("close-timeout", self.spool.directory), f"the sink did not finish within "
-                        f"{timeout} s; {len(lines)} events spooled in {self.spool.directory}")
+                        f"{timeout} s; " + (f"{lost} events could not be spooled and are lost"
+                                            if lost == len(lines) and lost else
+                                            f"{kept}, {lost} could not be and are lost" if lost
+                                            else kept))
         leftover = _drain(self._queue)  # emitted while the thread was leaving
         if leftover:
             self.spool.append_lines(encode_events(leftover))
         self.spool.release()
-        if self.spool.pending:
+        self._report_at_close()
+
+    def _report_at_close(self) -> None:
+        """What did not reach the receiver: waiting in the spool, refused, dropped."""
+        spool = self.spool
+        if spool.pending:
             logger.warning("provkg.capture: %d events wait in %s; re-send them with "
-                           "`provkg replay %s --to URL`", self.spool.spooled_events,
-                           self.spool.directory, self.spool.root)
+                           "`provkg replay %s --to URL`", spool.pending_events,
+                           spool.directory, spool.root)
+        if spool.rejected_events:
+            logger.warning("provkg.capture: the receiver refused %d events; they are kept in %s",
+                           spool.rejected_events, spool.root / "rejected")
+        if spool.dropped_events:
+            logger.warning("provkg.capture: %d events were lost: the spool %s could not take "
+                           "them (%s)", spool.dropped_events, spool.directory,
+                           spool.drop_reason or "full or not writable")
 
     # -- background thread -------------------------------------------------------------
 
@@ -293,50 +320,62 @@ class Emitter:
         else:
             size = self.max_batch  # a backlog (fast producer, slow sink): bigger requests catch up
         popleft = queue.popleft
-        batch = [popleft() for _ in range(min(n, size))]
-        self._deliver(batch)
+        with self._handoff:
+            if self._abandoned:
+                return False
+            batch = [popleft() for _ in range(min(n, size))]
+            self._inflight = [batch]
+        try:
+            self._deliver(batch)
+        finally:
+            self._inflight = None
         return True
 
     def _deliver(self, batch: list[dict[str, Any]]) -> None:
+        """Send a batch taken off the queue (``_inflight`` holds it); spool what the sink did
+        not take, unless close() gave up on this thread and spooled it itself."""
         if self.spool.pending or time.monotonic() < self._retry_at:
-            self.spool.append_lines(encode_events(batch))  # keep order: older spooled events go first
+            lines = encode_events(batch)  # keep order: older spooled events go first
         elif self._send_lines is not None:
-            lines = encode_events(batch)
-            if not self._send(lines, lines) and not self._abandoned:
-                self.spool.append_lines(lines)
+            lines = self._send(encode_events(batch))
         else:
             expand_events(batch)
-            if not self._send(batch, None) and not self._abandoned:
-                self.spool.append_lines(encode_events(batch))
+            lines = _as_lines(self._send(batch))
+        if lines:
+            with self._handoff:
+                if not self._abandoned:
+                    self.spool.append_lines(lines)
 
-    def _send(self, batch: list[Any], lines: list[bytes] | None) -> bool:
-        """Hand one batch (encoded ``lines``, or event dicts when ``lines`` is None) to the
-        sink; spool it if the sink cannot take it. True when delivered."""
-        self._inflight = batch
-        split = False
-        try:
-            if lines is not None and self._send_lines is not None:
-                self._send_lines(lines, run_id=self.run_id)
+    def _send(self, batch: list[Any]) -> list[Any]:
+        """Hand one batch (encoded lines for a built-in sink, event dicts for another) to the
+        sink. A part the receiver refuses as too large, or for what some of its events hold, is
+        sent in halves, down to single events: only an event refused on its own is set aside
+        (``rejected/``). Returns what was not delivered (the sink is away), in order: the caller
+        spools it."""
+        parts = [batch] if batch else []  # a stack: the next part to send is the last
+        while parts:
+            self._inflight = parts.copy()  # what close() spools if it gives up on this thread
+            if self._abandoned:  # ... it did: what this thread holds is spooled already
+                return []
+            part = parts.pop()
+            try:
+                if self._send_lines is not None:
+                    self._send_lines(part, run_id=self.run_id)
+                else:
+                    self.sink.send(part)
+            except SinkRejected as exc:
+                if exc.divisible and len(part) > 1:
+                    mid = len(part) // 2
+                    parts += (part[mid:], part[:mid])
+                else:
+                    self._rejected(_as_lines(part), exc)
+            except BaseException as exc:  # a custom sink's CancelledError is a failure like any other
+                self._failed(exc)
+                parts.append(part)
+                return _flat(parts)  # still in ``_inflight`` until the caller spooled it
             else:
-                self.sink.send(batch)
-        except SinkRejected as exc:
-            if exc.too_large and len(batch) > 1:
-                split = True  # the batch is too big, not its events: send it in halves
-            else:
-                self._rejected(lines if lines is not None else _as_lines(batch), exc)
-        except BaseException as exc:  # a custom sink's CancelledError is a failure like any other
-            self._failed(exc)
-            return False
-        else:
-            self._delivered(len(batch))
-        finally:
-            self._inflight = None
-        if split:
-            mid = len(batch) // 2
-            if not self._send(batch[:mid], None if lines is None else lines[:mid]):
-                return False  # the caller keeps the whole batch: re-sent events are harmless
-            return self._send(batch[mid:], None if lines is None else lines[mid:])
-        return True
+                self._delivered(len(part))
+        return []
 
     def _replay_oldest(self) -> None:
         segment = self.spool.oldest()
@@ -347,22 +386,23 @@ class Emitter:
         try:
             self._replay_lines(segment, lines)
         finally:
+            self._inflight = None
             self._replaying = False
 
     def _replay_lines(self, segment: Any, lines: list[bytes]) -> None:
         for start in range(0, len(lines), self.max_batch):
             chunk = lines[start:start + self.max_batch]
             if self._send_lines is not None:
-                delivered = self._send(chunk, chunk)
+                unsent = self._send(chunk)
             else:
-                delivered = self._send([orjson.loads(line) for line in chunk], None)
+                unsent = _as_lines(self._send(_decoded(chunk, segment)))
             if self._abandoned:
                 # close() gave up on this thread and spooled what it held: the spool is now
                 # the caller's (a `provkg replay` may be reading it); leave it as it is
                 return
-            if not delivered:
-                if start:  # keep only what was not delivered
-                    self.spool.done(segment, remaining_lines=lines[start:])
+            if unsent:  # keep only what was not delivered
+                if start or len(unsent) < len(chunk):
+                    self.spool.done(segment, remaining_lines=unsent + lines[start + len(chunk):])
                 return
         self.spool.done(segment)
 
@@ -382,8 +422,12 @@ class Emitter:
 
     def _rejected(self, lines: list[bytes], exc: Exception) -> None:
         path = self.spool.reject_lines(lines, str(exc))
-        logger.error("provkg.capture: the receiver refused a batch of %d events: %s (kept in %s)",
-                     len(lines), exc, path)
+        what = "an event" if len(lines) == 1 else f"a batch of {len(lines)} events"
+        # once per reason: a receiver that refuses every event must not flood the log (the
+        # total is in the warning at close)
+        report_once(("rejected", str(exc)[:300]), f"the receiver refused {what}: {exc} (kept in "
+                    f"{path if path is not None else 'no file: the spool is not writable'})",
+                    level=logging.ERROR)
 
 
 def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -393,6 +437,24 @@ def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(queue.popleft())
         except IndexError:
             return out
+
+
+def _decoded(lines: list[bytes], segment: Any) -> list[dict[str, Any]]:
+    """Spooled lines as event dicts for a sink that takes dicts; a line that is not JSON (a
+    torn write) is skipped and logged."""
+    events = []
+    for line in lines:
+        try:
+            events.append(loads_exact(line))
+        except ValueError:
+            report_once(("spool-line", str(segment)), f"spool {segment}: a line is not JSON "
+                        "(torn write?); skipped")
+    return events
+
+
+def _flat(parts: list[list[Any]]) -> list[Any]:
+    """The items of a stack of parts (the next to send last), in their order."""
+    return [item for part in reversed(parts) for item in part]
 
 
 def _as_lines(batch: list[Any]) -> list[bytes]:

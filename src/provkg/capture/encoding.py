@@ -16,15 +16,17 @@ JSON value (tests/test_capture_encoding.py checks it property by property).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
 from orjson import Fragment
 
 from provkg.capture.report import report_once
-from provkg.capture.values import expand_values, valid_names
+from provkg.capture.values import expand_values, fit_wire_values, valid_names
 
-__all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "values_json"]
+__all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "loads_exact",
+           "values_json"]
 
 #: the batch envelope's format tag (equal to provkg.events.FORMAT; kept literal so that the
 #: capture library does not import pydantic)
@@ -74,8 +76,13 @@ def encode_event(event: dict[str, Any]) -> bytes | None:
         elif generated is not None:
             del event["generated"]
         return orjson.dumps(event, option=_NEWLINE)
-    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, a lone surrogate
-        return _fallback(event, used, generated)
+    except Exception:  # orjson.JSONEncodeError: an integer beyond 64 bits, a lone surrogate
+        try:
+            return _fallback(event, used, generated)
+        except Exception as exc:  # never the delivery thread's failure: only this event's
+            report_once(("encode-event", type(exc)), f"an event of {event.get('id')!r} could "
+                        f"not be written as JSON and is left out: {exc!r}")
+            return None
     finally:
         if used is not None:
             event["used"] = used
@@ -116,23 +123,48 @@ _MARKS = bytes.maketrans(b":,", b"\0\1")
 def _fallback(event: dict[str, Any], used: Any, generated: Any) -> bytes | None:
     whole = {k: v for k, v in event.items() if k not in ("used", "generated")}
     if used:
-        whole["used"] = used if type(used) is not dict else expand_values(used)
+        whole["used"] = fit_wire_values(used) if type(used) is not dict else expand_values(used)
     if generated:
-        whole["generated"] = generated if type(generated) is not dict else expand_values(generated)
+        whole["generated"] = fit_wire_values(generated) if type(generated) is not dict \
+            else expand_values(generated)
     try:
-        text = json.dumps(whole, ensure_ascii=False, allow_nan=False, default=str)
+        return _dumps(whole, event)
+    except (TypeError, ValueError, RecursionError) as exc:
+        # one value the JSON writer refuses must not take the event with it: leave out those
+        # values (each logged), keep the rest
+        for key in ("used", "generated"):
+            if whole.get(key):
+                whole[key] = [v for v in whole[key] if _writable(v, event)]
         try:
-            return text.encode() + b"\n"
-        except UnicodeEncodeError:  # a lone surrogate: no JSON reader takes one
-            report_once(("surrogate",), f"an event of {event.get('id')!r} holds text that is not "
-                        "valid Unicode (a file name read with surrogateescape?); those characters "
-                        "are written as backslash escapes")
-            return json.dumps(_valid_text(whole), ensure_ascii=False, allow_nan=False,
-                              default=str).encode() + b"\n"
-    except (TypeError, ValueError) as exc:
+            return _dumps(whole, event)
+        except (TypeError, ValueError, RecursionError):
+            pass
         report_once(("encode", type(exc)), f"an event of {event.get('id')!r} could not be written "
                     f"as JSON and is left out: {exc}")
         return None
+
+
+def _dumps(whole: dict[str, Any], event: dict[str, Any]) -> bytes:
+    text = json.dumps(whole, ensure_ascii=False, allow_nan=False, default=str)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: no JSON reader takes one
+        report_once(("surrogate",), f"an event of {event.get('id')!r} holds text that is not "
+                    "valid Unicode (a file name read with surrogateescape?); those characters "
+                    "are written as backslash escapes")
+        return json.dumps(_valid_text(whole), ensure_ascii=False, allow_nan=False,
+                          default=str).encode() + b"\n"
+
+
+def _writable(value: Any, event: dict[str, Any]) -> bool:
+    try:
+        json.dumps(value, allow_nan=False, default=str)
+        return True
+    except (TypeError, ValueError, RecursionError) as exc:
+        name = value.get("name") if type(value) is dict else None
+        report_once(("encode-value", type(exc)), f"value {str(name)[:40]!r} of {event.get('id')!r} "
+                    f"could not be written as JSON and is left out: {exc}")
+        return False
 
 
 def _valid_text(value: Any) -> Any:
@@ -152,6 +184,22 @@ def _valid_text(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_valid_text(v) for v in value]
     return value
+
+
+#: 19 digits in a row: maybe an integer beyond 64 bits, which orjson would read as a double
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def loads_exact(line: bytes) -> Any:
+    """An encoded event back as a dict, integers beyond 64 bits kept exact (orjson would make
+    them doubles).
+
+    Raises:
+        ValueError: the line is not JSON.
+    """
+    if _LONG_DIGITS.search(line) is None:
+        return orjson.loads(line)
+    return json.loads(line)
 
 
 def envelope(lines: list[bytes]) -> bytes:

@@ -3,6 +3,12 @@
 One event per line; segments rotate by size, are optionally gzip- or zstd-compressed, and are
 fsync'd when rotated and on close. ``provkg ingest DIR`` reads them back.
 
+A failed write (a full disk) raises, so the emitter spools the batch and sends it again later;
+an uncompressed segment is first cut back to its last complete line (no torn line, no event
+glued to one), a compressed one is ended where it is and the next batches go to a new segment.
+A segment or folder deleted during the run is noticed at the next write (one ``fstat``): the
+folder is created again and a new segment started, with a warning.
+
 Every process writes its own segments (the pid is in the name): a forked child or a process that
 received the workflow (``pickle``) gets a fresh ``FileSink`` on the same directory (``forked`` /
 pickling), never the parent's open file.
@@ -20,6 +26,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
+from provkg.capture.report import report_once
 from provkg.capture.spool import write_all
 
 __all__ = ["FileSink", "COMPRESSIONS"]
@@ -70,6 +77,7 @@ class FileSink:
         self._raw: Any = None
         self._out: Any = None
         self._segment_size = 0
+        self._raw_size = 0  # bytes of complete lines in an uncompressed segment
 
     @classmethod
     def from_url(cls, url: str) -> FileSink:
@@ -130,20 +138,77 @@ class FileSink:
         self._write(b"".join(lines))
 
     def _write(self, data: bytes) -> None:
+        if self._out is not None and self._deleted():
+            report_once(("file-sink-deleted", str(self.directory)), f"the file sink's segment "
+                        f"{self.paths[-1]} was deleted (or its folder) while events were being "
+                        f"written to it; writing to a new segment in {self.directory}")
+            self._abandon_segment()
         if self._out is None or self._segment_size >= self.segment_bytes:
             self._rotate()
         if self.compression is None:  # unbuffered: the batch is in the OS when this returns
-            write_all(self._out, data)
+            start = self._raw_size
+            try:
+                write_all(self._out, data)
+            except BaseException:
+                # a full disk took part of the batch: cut the segment back to its last complete
+                # line, else the next batch would be glued to a torn line (the emitter spools
+                # this one and sends it again)
+                self._cut_back(start)
+                raise
+            self._raw_size = start + len(data)
         else:
-            self._out.write(data)
+            try:
+                self._out.write(data)
+            except BaseException:
+                # the compressed stream is broken past repair: end the segment where it is and
+                # write the next batches to a new one
+                self._abandon_segment()
+                raise
         self._segment_size += len(data)
         self.bytes_written += len(data)
+
+    def _deleted(self) -> bool:
+        """Whether the open segment was deleted (one fstat: a few hundred nanoseconds)."""
+        try:
+            return os.fstat(self._raw.fileno()).st_nlink == 0
+        except (OSError, ValueError):
+            return True
+
+    def _cut_back(self, size: int) -> None:
+        """After a failed write: the segment without the partial batch, else a new segment."""
+        try:
+            self._raw.truncate(size)
+            self._raw.seek(size)
+        except (OSError, ValueError):
+            report_once(("file-sink-cut", str(self.directory)), f"cannot cut the segment "
+                        f"{self.paths[-1]} back after a failed write; its last line may be torn "
+                        "(ingest skips it): the next events go to a new segment")
+            self._abandon_segment()
+
+    def _abandon_segment(self) -> None:
+        """Close the open segment as it is (best effort); the next write starts a new one."""
+        out, raw = self._out, self._raw
+        self._out = self._raw = None
+        for f in ((out, raw) if out is not raw else (raw,)):
+            try:
+                if f is not None:
+                    f.close()
+            except Exception:  # noqa: BLE001 - a full disk again, a broken compressor
+                pass
+        if raw is not None and not raw.closed:
+            try:
+                raw.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         self._close_segment()
 
     def _rotate(self) -> None:
         self._close_segment()
+        if self.paths and not self.directory.is_dir():
+            report_once(("file-sink-folder", str(self.directory)), f"the file sink's folder "
+                        f"{self.directory} was deleted during the run; it is created again")
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{self._prefix}-{len(self.paths) + 1:05d}{COMPRESSIONS[self.compression]}"
         # unbuffered (no lock, no buffer): nothing a forked child could inherit half-written
@@ -158,7 +223,7 @@ class FileSink:
             self._out = compressor.stream_writer(_WholeWrites(raw), closefd=False)
         else:
             self._out = raw
-        self._segment_size = 0
+        self._segment_size = self._raw_size = 0
         self.paths.append(path)
 
     def _close_segment(self) -> None:

@@ -3,8 +3,9 @@
 One keep-alive connection (the standard library's ``http.client``: nothing heavy to import on an
 edge device), bodies compressed with gzip or zstd (``Content-Encoding``), a few quick retries
 with backoff; then the batch is reported undelivered and the emitter spools it. 4xx answers
-about the batch are refusals: ``SinkRejected`` with the server's message; 401 / 403 / 404 /
-405 say the sender is set up wrongly (token, URL), so the batch stays undelivered (spooled).
+about the batch are refusals: ``SinkRejected`` with the server's message (413, 422 and 400 let the
+emitter send the batch in halves); 401 / 403 / 404 / 405 say the sender is set up wrongly
+(token, URL), so the batch stays undelivered (spooled).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from provkg.capture.sink import SinkRejected
 __all__ = ["HttpSink", "FORMAT", "encode_batch", "compress"]
 
 _RETRYABLE_4XX = {408, 425, 429}
+#: refusals of what the batch's events hold (422: not valid wire format, 400: not readable): the
+#: batch is sent in halves, so that only the event refused on its own is set aside
+_BY_EVENT = {400, 422}
 #: 4xx answers about the sender's setup, not the batch: never a reason to give events up
 _NOT_THE_BATCH = {
     401: "the token is missing or wrong: give the sink's token (or PROVKG_TOKEN)",
@@ -157,7 +161,7 @@ class HttpSink:
                                       f"({_NOT_THE_BATCH[status]}; the events stay spooled)")
             if 400 <= status < 500 and status not in _RETRYABLE_4XX:
                 raise SinkRejected(f"{self.url} answered HTTP {status}: {message}",
-                                   too_large=status == 413)
+                                   too_large=status == 413, by_event=status in _BY_EVENT)
             problem = f"HTTP {status}: {message}"
         raise ConnectionError(f"{self.url} did not take the batch after {self.retries + 1} attempts "
                               f"({problem})")

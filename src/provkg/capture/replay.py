@@ -1,9 +1,15 @@
 """``provkg replay SPOOL_DIR --to URL``: re-send spooled events, oldest first.
 
-Each segment is deleted once every batch of it was delivered; a failure stops the replay with the
+Each segment is deleted once every event of it was delivered; a failure stops the replay with the
 undelivered rest still on disk, so running it again is safe (receivers accept duplicates).
-Batches the receiver refuses (4xx: e.g. not valid wire format v1) are moved to ``rejected/``
-with its message; lines that are not JSON at all (a torn write) are skipped and logged.
+A batch the receiver refuses as too large (HTTP 413) or for what some of its events hold (HTTP
+422 / 400) is sent in halves, down to single events, as the live sender does: only an event
+refused on its own is moved to ``rejected/``, with the receiver's message. Lines that are not
+JSON at all (a torn write) are skipped and logged. Replaying a ``rejected/`` folder (after the
+cause was fixed) re-sends its events and keeps what is refused again in that same folder.
+
+Events go to built-in sinks as the spooled bytes (never parsed and written again: integers
+beyond 64 bits stay exact).
 """
 
 from __future__ import annotations
@@ -12,12 +18,17 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from provkg.capture.encoding import loads_exact
+from provkg.capture.report import report_once
 from provkg.capture.sink import SinkRejected, open_sink
-from provkg.capture.spool import read_segment, spool_segments
+from provkg.capture.spool import spool_segments
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
 
 __all__ = ["replay", "ReplayReport", "cmd_replay"]
+
+_REJECTED = "rejected"
 
 
 @dataclass
@@ -27,6 +38,10 @@ class ReplayReport:
     segments: int = 0
     events: int = 0
     rejected: int = 0
+
+
+#: one spooled event: its line (newline-terminated JSON), the decoded event, its run
+_Item = tuple[bytes, dict[str, Any], str]
 
 
 def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayReport:
@@ -39,53 +54,130 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
     root = Path(spool)
     if not root.exists():
         raise NotFound(f"spool {root} does not exist")
+    rejected_folder = _rejected_folder(root)
     sink = open_sink(to)
+    send_lines = getattr(sink, "send_lines", None)
     report = ReplayReport()
     try:
         for segment in spool_segments(root):
             try:
-                events = read_segment(segment)
+                items = _read(segment)
             except FileNotFoundError:  # delivered meanwhile by the run that wrote it
                 continue
-            for start in range(0, len(events), batch_size):
-                chunk = events[start:start + batch_size]
-                try:
-                    sink.send(chunk)
-                except SinkRejected as exc:
-                    _keep_rejected(root, segment, [(e, str(exc)) for e in chunk])
-                    report.rejected += len(chunk)
-                    continue
-                except Exception as exc:
-                    _rewrite(segment, events[start:])
-                    raise StoreUnavailable(f"{to} did not take a batch from {segment}: {exc} "
+            # a file of rejected/ keeps what is refused again (no rejected/rejected)
+            in_place = segment.parent == rejected_folder
+            refused: list[tuple[bytes, str]] = []
+            for start in range(0, len(items), batch_size):
+                chunk = items[start:start + batch_size]
+                unsent, failure = _send(sink, send_lines, chunk, refused, report)
+                if failure is not None:
+                    rest = [line for line, _, _ in unsent + items[start + len(chunk):]]
+                    if in_place:
+                        _rewrite(segment, [line for line, _ in refused] + rest, refused)
+                    else:
+                        _keep_rejected(rejected_folder, segment, refused)
+                        _rewrite(segment, rest)
+                    raise StoreUnavailable(f"{to} did not take a batch from {segment}: {failure} "
                                            f"({report.events} events re-sent so far; run again "
-                                           "when it is back)") from exc
-                report.events += len(chunk)
-            segment.unlink(missing_ok=True)
+                                           "when it is back)") from failure
+            if in_place and refused:
+                _rewrite(segment, [line for line, _ in refused], refused)
+            else:
+                _keep_rejected(rejected_folder, segment, refused)
+                segment.unlink(missing_ok=True)
+                if in_place:  # the receiver's message about events that are gone now
+                    segment.with_suffix(".txt").unlink(missing_ok=True)
             report.segments += 1
     finally:
         sink.close()
     return report
 
 
-def _rewrite(segment: Path, remaining: list[dict]) -> None:
-    import orjson
+def _send(sink: Any, send_lines: Any, batch: list[_Item], refused: list[tuple[bytes, str]],
+          report: ReplayReport) -> tuple[list[_Item], Exception | None]:
+    """Deliver ``batch``, in halves where the receiver refuses a part as too large or for its
+    events (down to single events, which are set aside in ``refused``). Returns what was not
+    delivered, in order, and why (None: everything was delivered or set aside)."""
+    parts = [batch] if batch else []  # a stack: the next part to send is the last
+    while parts:
+        part = parts.pop()
+        try:
+            _deliver(sink, send_lines, part)
+        except SinkRejected as exc:
+            if exc.divisible and len(part) > 1:
+                mid = len(part) // 2
+                parts += (part[mid:], part[:mid])
+                continue
+            refused.extend((line, str(exc)) for line, _, _ in part)
+            report.rejected += len(part)
+        except Exception as exc:
+            parts.append(part)
+            return [item for p in reversed(parts) for item in p], exc
+        else:
+            report.events += len(part)
+    return [], None
 
+
+def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
+    if not callable(send_lines):
+        sink.send([event for _, event, _ in part])
+        return
+    # a built-in sink takes the spooled bytes as they are; events of one run at a time (an
+    # MQTT sink publishes each run to a topic of its own)
+    start = 0
+    for end in range(1, len(part) + 1):
+        if end == len(part) or part[end][2] != part[start][2]:
+            send_lines([line for line, _, _ in part[start:end]], run_id=part[start][2])
+            start = end
+
+
+def _read(segment: Path) -> list[_Item]:
+    """The events of a segment; a line that is not JSON (a torn write) is skipped and logged."""
+    items: list[_Item] = []
+    for n, line in enumerate(segment.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = loads_exact(line)
+        except ValueError:
+            event = None
+        if not isinstance(event, dict):
+            report_once(("torn", str(segment), n), f"spool {segment}: line {n} is not a JSON "
+                        "event (torn write?); skipped")
+            continue
+        run = event.get("workflow_id") or event.get("id")
+        items.append((line + b"\n", event, run if isinstance(run, str) else ""))
+    return items
+
+
+def _rewrite(segment: Path, remaining: list[bytes],
+             reasons: list[tuple[bytes, str]] | None = None) -> None:
+    """Keep only ``remaining`` in ``segment``; ``reasons``: also replace the receiver's
+    messages next to a file of ``rejected/``."""
     tmp = segment.with_suffix(".tmp")
-    tmp.write_bytes(b"".join(orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in remaining))
+    tmp.write_bytes(b"".join(remaining))
     tmp.replace(segment)
+    if reasons is not None:
+        segment.with_suffix(".txt").write_text("".join(f"{r}\n" for _, r in reasons),
+                                               encoding="utf-8")
 
 
-def _keep_rejected(root: Path, segment: Path, bad: list[tuple[dict, str]]) -> None:
-    import orjson
+def _rejected_folder(root: Path) -> Path:
+    """Where refused events go: ``<spool>/rejected``; for a replay of a ``rejected`` folder (or
+    of a file in one), that folder itself, never a ``rejected/rejected``."""
+    folder = root if root.is_dir() else root.parent
+    return folder if folder.name == _REJECTED else folder / _REJECTED
 
-    folder = (root if root.is_dir() else root.parent) / "rejected"
+
+def _keep_rejected(folder: Path, segment: Path, refused: list[tuple[bytes, str]]) -> None:
+    if not refused:
+        return
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"replay-{segment.stem}"
-    with open(stem.with_suffix(".jsonl"), "ab") as f:
-        f.write(b"".join(orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e, _ in bad))
-    with open(stem.with_suffix(".txt"), "a", encoding="utf-8") as f:
-        f.write("".join(f"{reason}\n" for _, reason in bad))
+    path = folder / f"replay-{segment.stem}.jsonl"
+    with open(path, "ab") as f:
+        f.write(b"".join(line for line, _ in refused))
+    with open(path.with_suffix(".txt"), "a", encoding="utf-8") as f:
+        f.write("".join(f"{reason}\n" for _, reason in refused))
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -95,6 +187,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ValueError as exc:  # a malformed --to URL
         raise BadParameter(f"--to: {exc}") from exc
     print(f"re-sent {report.events} events from {report.segments} segments to {args.to}"
-          + (f"; {report.rejected} rejected (see {Path(args.spool) / 'rejected'})" if report.rejected else ""),
+          + (f"; {report.rejected} rejected (see {_rejected_folder(Path(args.spool))})"
+             if report.rejected else ""),
           file=sys.stderr)
     return 0
+

@@ -33,11 +33,22 @@ class Sink(Protocol):
 
 class SinkRejected(Exception):
     """The receiver understood the batch and refused it (HTTP 4xx): retrying will not help.
-    ``too_large``: the batch as a whole was too big (HTTP 413); smaller batches may pass."""
+    ``too_large``: the batch as a whole was too big (HTTP 413); smaller batches may pass.
+    ``by_event``: the receiver refused what some event(s) of the batch hold (HTTP 400 / 422):
+    the others may pass on their own.
 
-    def __init__(self, message: str, *, too_large: bool = False) -> None:
+    Either way the sender sends the batch in halves, down to single events: only an event
+    refused on its own is set aside (``rejected/`` of the spool)."""
+
+    def __init__(self, message: str, *, too_large: bool = False, by_event: bool = False) -> None:
         super().__init__(message)
         self.too_large = too_large
+        self.by_event = by_event
+
+    @property
+    def divisible(self) -> bool:
+        """Whether a part of the batch may pass where the whole did not."""
+        return self.too_large or self.by_event
 
 
 class MemorySink:

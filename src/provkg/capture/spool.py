@@ -3,13 +3,15 @@
 Layout under the spool root (``PROVKG_SPOOL``, default ``./provkg-spool``)::
 
     <root>/<run id>/<time ns>-<pid>-<seq>.jsonl   pending events, one per line, oldest first
-    <root>/rejected/<run id>-<time ns>.jsonl  batches a receiver refused (4xx), for inspection
+    <root>/rejected/<run id>-<time ns>.jsonl  events a receiver refused (4xx), for inspection
     <root>/rejected/<run id>-<time ns>.txt    ... and the receiver's message
 
 Segments are plain JSONL, so ``provkg ingest DIR`` and ``provkg replay DIR --to URL`` read them
 directly. The emitter spools events as the lines it already serialized and re-sends them as
-read (``read_lines``): a spooled event is serialized once, whatever the detour. The spool is bounded (``max_bytes``); a full or unwritable spool drops the batch and
-logs it once: it never raises into user code.
+read (``read_lines``): a spooled event is serialized once, whatever the detour. The spool is
+bounded (``max_bytes``): a full spool keeps the oldest events of a batch that fit and drops the
+rest, an unwritable one drops the batch; either is logged once (and the total dropped is in the
+warning at the run's end): it never raises into user code.
 
 Several processes may spool events of one run (a forked child, a worker that received the
 workflow): each writes segments of its own (its pid is in their names) and re-sends only those.
@@ -77,6 +79,15 @@ def read_segment_lines(path: Path) -> list[bytes]:
     return lines
 
 
+def _count_lines(path: Path) -> int:
+    """The complete lines (events) of a segment, read in blocks."""
+    count = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            count += block.count(b"\n")
+    return count
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -103,9 +114,13 @@ class Spool:
         self.directory = self.root / run_id
         self.run_id = run_id
         self.max_bytes = max_bytes
+        #: events appended, ever (re-spooled ones count again); ``pending_events``: waiting now
         self.spooled_events = 0
+        #: events that could not be kept (the spool was full or not writable) and why
         self.dropped_events = 0
+        self.drop_reason = ""
         self.rejected_events = 0
+        self._lines: dict[Path, int] = {}  # events in each pending segment of this spool
         # reentrant: a SIGTERM handler may flush while the main thread is in here
         self._lock = threading.RLock()
         self._current: Path | None = None
@@ -122,6 +137,13 @@ class Spool:
         """Whether undelivered events are waiting on disk."""
         return bool(self._sealed) or self._current is not None
 
+    @property
+    def pending_events(self) -> int:
+        """How many events wait in this spool's segments (those of exited processes it adopted
+        included)."""
+        with self._lock:
+            return sum(self._lines.get(p, 0) for p in [*self._sealed, self._current] if p)
+
     def append(self, events: list[dict[str, Any]]) -> bool:
         """Write event dicts at the end of the spool; False (and logged once) when it could not."""
         return self.append_lines([orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in events])
@@ -134,14 +156,26 @@ class Spool:
         data = b"".join(lines)
         with self._lock:
             if self._bytes + len(data) > self.max_bytes:
-                self.dropped_events += len(lines)
+                # keep the oldest events that fit, drop the rest
+                room, fit = self.max_bytes - self._bytes, 0
+                for line in lines:
+                    room -= len(line)
+                    if room < 0:
+                        break
+                    fit += 1
+                self.dropped_events += len(lines) - fit
+                self.drop_reason = f"it is full: {self.max_bytes} bytes"
                 report_once(("spool-full", str(self.root)), f"spool {self.root} is full "
                             f"({self.max_bytes} bytes): events are being dropped")
+                if fit:
+                    self.append_lines(lines[:fit])
                 return False
             try:
                 if self._file is not None and os.fstat(self._file.fileno()).st_nlink == 0:
                     # the open segment was taken meanwhile (a `provkg replay`): start another
                     self._file.close()
+                    if self._current is not None:
+                        self._lines.pop(self._current, None)
                     self._file = self._current = None
                 if self._current is None or self._current_size >= _SEGMENT_BYTES:
                     self._seal()
@@ -161,11 +195,13 @@ class Spool:
                     raise
             except OSError as exc:
                 self.dropped_events += len(lines)
+                self.drop_reason = f"{exc.strerror or exc}"
                 report_once(("spool-io", str(self.root), exc.errno), f"cannot write the spool "
                             f"{self.directory}: {exc}; events are being dropped")
                 return False
             self._current_size += len(data)
             self._current_lines += len(lines)
+            self._lines[self._current] = self._lines.get(self._current, 0) + len(lines)
             self._bytes += len(data)
             self.spooled_events += len(lines)
             return True
@@ -215,13 +251,16 @@ class Spool:
                     tmp.write_bytes(b"".join(remaining_lines))
                     os.replace(tmp, segment)
                     self._bytes -= size - segment.stat().st_size
+                    self._lines[segment] = len(remaining_lines)
                     return
                 segment.unlink()
                 self._bytes -= size
+                self._lines.pop(segment, None)
             except OSError as exc:
                 report_once(("spool-done", exc.errno), f"cannot update the spool segment {segment}: {exc}")
             if segment in self._sealed:
                 self._sealed.remove(segment)
+                self._lines.pop(segment, None)
 
     def reject(self, events: list[dict[str, Any]], reason: str) -> Path | None:
         """Keep a refused batch and the receiver's message in ``rejected/``."""
@@ -261,14 +300,16 @@ class Spool:
                 continue
             try:
                 size = path.stat().st_size
+                lines = _count_lines(path)
             except OSError:
                 continue
-            found.append((path, size))
+            found.append((path, size, lines))
         if found:
             with self._lock:
                 self._seal()
-                self._sealed = sorted(self._sealed + [p for p, _ in found], key=lambda p: p.name)
-                self._bytes += sum(size for _, size in found)
+                self._sealed = sorted(self._sealed + [p for p, _, _ in found], key=lambda p: p.name)
+                self._bytes += sum(size for _, size, _ in found)
+                self._lines.update((p, lines) for p, _, lines in found)
         return len(found)
 
     def _seal(self) -> None:

@@ -5,6 +5,11 @@ or foreign values (lists, numpy, Path, datetime) are copied into plain JSON now,
 caller may change them after the call. The background thread then turns the ``name -> value``
 mapping into wire-format value dicts (``expand_values``). A value that cannot be converted is
 refused: logged once per cause and left out, never raised into user code.
+
+Every event stays within the server's limits (``MAX_NAME``, ``MAX_ID``, ``MAX_URI``,
+``MAX_INT_DIGITS``, ``MAX_DEPTH``), one value at a time: the server refuses a whole batch for
+one bad field, so a value or id it would refuse is converted (an integer of more than 4000
+digits becomes its decimal text) or left out here, with a warning, and its event goes on.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,20 +27,37 @@ from typing import Any
 from urllib.parse import quote
 
 from provkg.capture.report import report_once
+from provkg.term import is_valid_iri
 
 __all__ = ["Ref", "ref", "Refused", "convert_value", "snapshot_values", "expand_values", "valid_names",
-           "MAX_ITEMS"]
+           "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_ID", "MAX_URI",
+           "MAX_INT_DIGITS"]
 
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
 MAX_ITEMS = 10_000
-#: how deep lists may nest (mirrors provkg.events.MAX_VALUE_DEPTH)
+# The server's limits (provkg.events; not imported here: it would load pydantic into every
+# process that captures). tests/test_capture_limits.py checks each one against the server's
+# validator at its boundary, so the two cannot drift apart.
+#: how deep lists may nest (provkg.events.MAX_VALUE_DEPTH)
 MAX_DEPTH = 8
-#: longest attribute name the wire format accepts
+#: longest attribute, workflow, transformation and agent name (provkg.events ``Name``)
 MAX_NAME = 256
+#: longest id: of an execution, a parent, a dependency, a value, a derived_from entry (``Id``)
+MAX_ID = 1024
+#: longest location or domain URI (provkg.events ``Uri``)
+MAX_URI = 4096
+#: most digits of an integer value or index (provkg.events.load_json refuses longer ones)
+MAX_INT_DIGITS = 4000
+#: integers ``-_INT_BOUND < n < _INT_BOUND`` have at most MAX_INT_DIGITS digits
+_INT_BOUND = 10 ** MAX_INT_DIGITS
+#: a longer integer value is captured as its decimal text, up to this many digits (the
+#: conversion costs time quadratic in the length); beyond, the value is left out
+_MAX_INT_TEXT_DIGITS = 50_000
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 #: what ``quote`` leaves as it is: URI delimiters and existing %-escapes
 _URI_SAFE = ":/?#[]@!$&'()*+,;=%~"
 #: types that are JSON scalars and immutable: safe to hand to the background thread as they are
@@ -80,35 +103,92 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
     >>> r.derived_from
     ('file:///raw/cube.segy',)
     """
-    location = _uri_or_none(uri, "ref(uri)")
-    domain = _uri_or_none(domain, "ref(domain=)", paths=False) if domain is not None else None
-    if id is not None and not (isinstance(id, str) and 0 < len(id) <= 1024):
-        report_once(("ref-id", type(id)), "capture.ref: id must be a non-empty string; ignored")
-        id = None
+    try:
+        location = _uri_or_none(uri, "ref(uri)")
+    except Exception as exc:  # an object whose str / fspath raises
+        report_once(("ref-uri", type(exc)), f"capture.ref(uri): {exc!r}; the reference is "
+                    "captured without a location")
+        location = None
+    try:
+        domain = _uri_or_none(domain, "ref(domain=)", paths=False, iri=True) \
+            if domain is not None else None
+    except Exception as exc:
+        report_once(("ref-domain", type(exc)), f"capture.ref(domain=): {exc!r}; ignored")
+        domain = None
+    if id is not None:
+        id = fit_id(id, "capture.ref(id=)")
+    return Ref(location, id, domain, _sources(derived_from))
+
+
+def _sources(derived_from: object) -> tuple[str, ...]:
+    """The ids of ``ref(derived_from=...)``: bad entries (and an iterable that raises midway:
+    the entries read until then are kept) are logged and left out; never raises."""
     if derived_from is None:
-        sources: tuple[str, ...] = ()
-    else:
-        items = [derived_from] if isinstance(derived_from, (str, Ref)) else list(derived_from)
-        keys = []
+        return ()
+    keys: list[str] = []
+    try:
+        if isinstance(derived_from, (str, Ref)):
+            items: Iterable[object] = [derived_from]
+        elif isinstance(derived_from, Mapping) or not isinstance(derived_from, Iterable):
+            raise TypeError(f"derived_from takes ids (strings) or refs, or a list of them, not "
+                            f"{type(derived_from).__name__}")
+        else:
+            items = derived_from  # type: ignore[assignment]
         for item in items:
             key = item.key if isinstance(item, Ref) else item
-            if isinstance(key, str) and key:
-                keys.append(key)
+            if isinstance(key, str):
+                key = fit_id(key, "capture.ref(derived_from=)")
+                if key is not None:
+                    keys.append(key)
             else:
                 report_once(("ref-derived", type(item)), "capture.ref: derived_from takes ids "
                             f"(strings) or refs, not {type(item).__name__}; that entry is ignored")
-        sources = tuple(keys)
-    return Ref(location, id, domain, sources)
+    except Exception as exc:
+        report_once(("ref-derived-iter", type(exc)), f"capture.ref(derived_from=): {exc!r}; "
+                    f"{'the entries before it are kept' if keys else 'ignored'}")
+    return tuple(keys)
 
 
-def _uri_or_none(uri: object, where: str, *, paths: bool = True) -> str | None:
+def fit_id(value: object, what: str) -> str | None:
+    """``value`` when the wire format takes it as an id (a non-empty string of at most
+    ``MAX_ID`` characters), else None, logged once saying why."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_ID:
+        return value
+    if isinstance(value, str):
+        why = "is empty" if not value else f"has {len(value)} characters (at most {MAX_ID})"
+    else:
+        why = f"is a {type(value).__name__}, not a string"
+    report_once(("id", what, why[:12]), f"{what}: the id {why}; ignored")
+    return None
+
+
+def fit_index(value: object) -> int | None:
+    """A task's ``index`` as an int (numpy integers too); None, logged, for anything else and
+    for an integer of more than ``MAX_INT_DIGITS`` digits. Never raises."""
+    try:
+        if not isinstance(value, bool):
+            index = operator.index(value)  # type: ignore[arg-type]
+            if -_INT_BOUND < index < _INT_BOUND:
+                return index
+            report_once(("index-digits",), f"task index: an integer of more than "
+                        f"{MAX_INT_DIGITS} digits; ignored")
+            return None
+    except Exception:  # not an integer (or its __index__ raised)
+        pass
+    report_once(("index", type(value)), f"task index must be an integer, not "
+                f"{type(value).__name__}; ignored")
+    return None
+
+
+def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = False) -> str | None:
     """``uri`` as a URI: a local path (``PurePath``, ``/data/x.h5``, ``runs/x.h5``,
     ``C:\\data\\x.h5``) becomes a ``file:`` URI, and characters a URI cannot hold (spaces) are
-    percent-encoded; None (logged) when it is not text at all."""
+    percent-encoded; None (logged) when it is not text at all, or longer than ``MAX_URI``.
+    ``iri``: it must also be an IRI the store takes (a ``domain``: ``% only as %XX``)."""
     if isinstance(uri, PurePath):
         uri = str(uri)
-    if isinstance(uri, str) and 0 < len(uri) <= 4096 and "\0" not in uri:
-        if _URI.match(uri):
+    if isinstance(uri, str) and 0 < len(uri) <= MAX_URI and "\0" not in uri:
+        if _URI.match(uri) and (not iri or is_valid_iri(uri)):
             return uri
         try:
             if paths and _WINDOWS_PATH.match(uri):
@@ -119,12 +199,16 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True) -> str | None:
                 fixed = Path(uri).absolute().as_uri()
             else:
                 fixed = quote(uri, safe=_URI_SAFE)
+            if iri:  # an IRI has '%' only as %XX: a stray one becomes %25
+                fixed = _STRAY_PERCENT.sub("%25", fixed)
         except ValueError:
             fixed = ""
-        if _URI.match(fixed):
+        if len(fixed) <= MAX_URI and _URI.match(fixed) and (not iri or is_valid_iri(fixed)):
             return fixed
-    report_once((where, type(uri)), f"capture.{where}: not a URI (expected text such as "
-                "file:///data/x.h5, or a path); the reference is captured without it")
+    why = f"longer than {MAX_URI} characters" if isinstance(uri, str) and len(uri) > MAX_URI \
+        else "not a URI (expected text such as file:///data/x.h5, or a path)"
+    report_once((where, type(uri), why[:8]), f"capture.{where}: {why}; the reference is captured "
+                "without it")
     return None
 
 
@@ -218,34 +302,138 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Wire-format value dicts from a snapshot (run on the background thread).
 
     Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no
-    literal for them and a diverged loss is worth keeping); bad names are logged and skipped.
+    literal for them and a diverged loss is worth keeping), integers of more than
+    ``MAX_INT_DIGITS`` digits their decimal text (the wire format refuses them); bad names are
+    logged and skipped. A value that cannot be made valid is left out, logged: never the event.
     """
     if _plain_and_finite(values):  # the common case, checked with C-level passes only
         return [{"name": name, "value": value} for name, value in values.items()]
     out: list[dict[str, Any]] = []
     for name, value in values.items():
         if type(name) is not str or not 0 < len(name) <= MAX_NAME:
-            report_once(("name", type(name)), f"attribute name {str(name)[:40]!r} not captured: "
+            shown = repr(name[:40]) if type(name) is str else f"of type {type(name).__name__}"
+            report_once(("name", type(name)), f"attribute name {shown} not captured: "
                         f"names are non-empty strings of at most {MAX_NAME} characters")
             continue
-        if type(value) is Ref:
-            item: dict[str, Any] = {"name": name}
-            if value.location is not None:
-                item["location"] = value.location
-            if value.id is not None:
-                item["id"] = value.id
-            if value.domain is not None:
-                item["domain"] = value.domain
-            if value.derived_from:
-                item["derived_from"] = list(value.derived_from)
-            out.append(item)
+        if isinstance(value, Ref):
+            out.append(_ref_item(name, value))
             continue
-        if type(value) is float and not math.isfinite(value):
-            value = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-        elif type(value) is list:
-            value = _finite(value)
-        out.append({"name": name, "value": value})
+        value = _fit(value, name)
+        if value is not _LEFT_OUT:
+            out.append({"name": name, "value": value})
     return out
+
+
+def fit_wire_values(items: list[Any]) -> list[Any]:
+    """``expand_values`` for a list already in wire form (``[{"name": ..., "value": ...}]``)."""
+    out = []
+    for item in items:
+        if type(item) is dict and "value" in item:
+            value = _fit(item["value"], str(item.get("name"))[:40])
+            if value is _LEFT_OUT:
+                continue
+            if value is not item["value"]:
+                item = {**item, "value": value}
+        out.append(item)
+    return out
+
+
+#: ``_fit``'s answer for a value that cannot be captured
+_LEFT_OUT: Any = object()
+
+
+def _fit(value: Any, name: str) -> Any:
+    """``value`` in a form the wire format takes, or ``_LEFT_OUT`` (logged)."""
+    kind = type(value)
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if kind is int:
+        return value if -_INT_BOUND < value < _INT_BOUND else _int_text(value, name)
+    if kind is list:
+        try:
+            return _fit_list(value, name)
+        except _Unfit:
+            return _LEFT_OUT
+    return value
+
+
+class _Unfit(Exception):
+    """A list item that cannot be captured: the list is left out."""
+
+
+def _fit_list(items: list[Any], name: str) -> list[Any]:
+    if all(type(x) is not float or math.isfinite(x) for x in items) and not any(
+            type(x) is list or (type(x) is int and not -_INT_BOUND < x < _INT_BOUND)
+            for x in items):
+        return items
+    out = []
+    for x in items:
+        if type(x) is list:
+            out.append(_fit_list(x, name))
+            continue
+        x = _fit(x, name)
+        if x is _LEFT_OUT:
+            raise _Unfit
+        out.append(x)
+    return out
+
+
+def _int_text(n: int, name: str) -> Any:
+    """A too long integer as its decimal text (logged), or ``_LEFT_OUT`` when it is too long
+    even for that (logged)."""
+    if n.bit_length() > _MAX_INT_TEXT_DIGITS * 3.3219:  # log2(10): surely too many digits
+        report_once(("int-too-long", name), f"value {name!r} not captured: an integer of more "
+                    f"than {_MAX_INT_TEXT_DIGITS} digits (store it and capture it with "
+                    "capture.ref(uri))")
+        return _LEFT_OUT
+    report_once(("int-as-text", name), f"value {name!r}: an integer of more than "
+                f"{MAX_INT_DIGITS} digits is captured as its decimal text (the wire format "
+                "takes integers of at most that many digits)")
+    return _decimal(n)
+
+
+def _decimal(n: int) -> str:
+    """``str(n)`` beyond ``sys.int_max_str_digits`` too (halving: never more digits at once)."""
+    if n < 0:
+        return "-" + _decimal(-n)
+    try:
+        return str(n)
+    except ValueError:  # more digits than int -> str conversion allows
+        half = int(n.bit_length() * 0.30103) // 2
+        high, low = divmod(n, 10 ** half)
+        return _decimal(high) + _decimal(low).zfill(half)
+
+
+def _ref_item(name: str, value: Ref) -> dict[str, Any]:
+    """The wire value of a ref; a field a ``Ref(...)`` built by hand got wrong is left out."""
+    item: dict[str, Any] = {"name": name}
+    location = value.location
+    if location is not None:
+        if type(location) is str and len(location) <= MAX_URI and _URI.match(location):
+            item["location"] = location
+        else:
+            report_once(("ref-location", name), f"value {name!r}: the ref's location is not a "
+                        f"URI of at most {MAX_URI} characters; left out")
+    if value.id is not None and fit_id(value.id, f"value {name!r}: ref id") is not None:
+        item["id"] = value.id
+    domain = value.domain
+    if domain is not None:
+        if type(domain) is str and len(domain) <= MAX_URI and _URI.match(domain) and \
+                is_valid_iri(domain):
+            item["domain"] = domain
+        else:
+            report_once(("ref-domain", name), f"value {name!r}: the ref's domain is not an IRI "
+                        f"of at most {MAX_URI} characters; left out")
+    if value.derived_from:
+        sources = value.derived_from
+        if type(sources) is not tuple or not all(type(k) is str and 0 < len(k) <= MAX_ID
+                                                 for k in sources):
+            sources = _sources(list(sources) if isinstance(sources, (tuple, list)) else sources)
+        if sources:
+            item["derived_from"] = list(sources)
+    return item
 
 
 _SCALARS_NO_FLOAT = frozenset({int, str, bool, type(None)})
@@ -263,13 +451,18 @@ def _plain_and_finite(values: Mapping[str, Any]) -> bool:
         return False
     kinds = set(map(type, values.values()))
     if kinds <= _SCALARS_NO_FLOAT:
-        return True
+        return int not in kinds or _ints_fit(values)
     if kinds <= _NUMBERS:
         try:
-            return math.isfinite(sum(values.values()))
+            return math.isfinite(sum(values.values())) and _ints_fit(values)
         except OverflowError:  # huge ints: let the careful path look at each value
             return False
     return False
+
+
+def _ints_fit(values: Mapping[str, Any]) -> bool:
+    """No integer of ``values`` has more than ``MAX_INT_DIGITS`` digits."""
+    return all(-_INT_BOUND < v < _INT_BOUND for v in values.values() if type(v) is int)
 
 
 #: attribute names already found valid; bounded, refilled as names come
@@ -292,12 +485,3 @@ def _learn_names(values: Mapping[Any, Any]) -> bool:
             return False
         _VALID_NAMES.add(name)
     return True
-
-
-def _finite(items: list[Any]) -> list[Any]:
-    if all(type(x) is not float or math.isfinite(x) for x in items) and not any(
-            type(x) is list for x in items):
-        return items
-    return [_finite(x) if type(x) is list else
-            ("NaN" if x != x else "Infinity" if x > 0 else "-Infinity")
-            if type(x) is float and not math.isfinite(x) else x for x in items]

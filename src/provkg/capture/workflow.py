@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
-import operator
+import numbers
 import os
 import pickle
 import signal
@@ -57,7 +57,8 @@ from provkg.capture.environment import capture_environment, default_agent
 from provkg.capture.report import report_once
 from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
-from provkg.capture.values import _PLAIN, snapshot_values
+from provkg.capture.values import _INT_BOUND as _INDEX_BOUND
+from provkg.capture.values import _PLAIN, MAX_ID, fit_id, fit_index, snapshot_values
 
 __all__ = ["workflow", "Workflow", "Task", "current_workflow", "current_task",
            "sole_active_workflow", "active_workflows"]
@@ -171,13 +172,24 @@ class Workflow:
         try:
             opened: Sink = open_sink(sink)
         except Exception as exc:
-            report_once(("sink-open", str(sink)[:80]), f"cannot open the sink {sink!r}: {exc}; "
+            shown = repr(sink[:200]) if isinstance(sink, str) else type(sink).__name__
+            report_once(("sink-open", shown[:80]), f"cannot open the sink {shown}: {exc}; "
                         "events are spooled for `provkg replay`")
             opened = UnavailableSink(f"sink {sink!r} could not be opened: {exc}")
-        root = Path(spool if spool is not None else os.environ.get("PROVKG_SPOOL", DEFAULT_SPOOL))
+        default_root = os.environ.get("PROVKG_SPOOL", DEFAULT_SPOOL)
+        try:
+            root = Path(spool if spool is not None else default_root)
+        except TypeError:
+            report_once(("spool-arg", type(spool)), f"workflow spool= must be a folder (str or "
+                        f"Path), not {type(spool).__name__}; using {default_root}")
+            root = Path(default_root)
+        max_spool_bytes = _setting(max_spool_bytes, DEFAULT_SPOOL_BYTES, "max_spool_bytes")
         self.emitter = Emitter(opened, Spool(root, _safe_dirname(self.id), max_bytes=max_spool_bytes),
-                               batch_size=batch_size, linger=linger, max_queue=max_queue,
-                               flush_timeout=flush_timeout, run_id=self.id, durable=not _owner)
+                               batch_size=_setting(batch_size, 50, "batch_size"),
+                               linger=_setting(linger, 1.0, "linger"),
+                               max_queue=_setting(max_queue, 20_000, "max_queue"),
+                               flush_timeout=_setting(flush_timeout, 5.0, "flush_timeout"),
+                               run_id=self.id, durable=not _owner)
         self._emit = self.emitter.emit
         _workflows.add(self)
         if not _owner:  # a view of a run begun elsewhere: it records tasks from now on
@@ -227,6 +239,7 @@ class Workflow:
             if not self._began:
                 self.begin()
             status, message = _status(status), _status_message(status, message)
+            message = None if message is None else _text(message)
             if self._sections:  # sections whose loop was left by an exception or a break
                 self._close_sections(None, status, message)
             # tasks begun and never ended (newest first): failed, with the run's reason if any
@@ -240,7 +253,7 @@ class Workflow:
                                          "time": time.time(), "workflow": self.name,
                                          "status": self.status}
                 if message is not None:
-                    event["message"] = str(message)[:_MAX_MESSAGE]
+                    event["message"] = message
                 event["used"], event["generated"] = self._used, self._generated
                 self._emit(event)
             if self._token is not None:
@@ -425,7 +438,7 @@ class Task:
         self._state = 0  # 0 created, 1 begun, 2 ended
         self._token: Any = None
         self._left_at: float | None = None
-        if used:
+        if used is not None:
             # one C-level pass over the types: immutable scalars need only a shallow copy
             if type(used) is dict and _PLAIN.issuperset(map(type, used.values())):
                 self._used = used.copy()
@@ -447,27 +460,28 @@ class Task:
             event: dict[str, Any] = {"type": "task", "event": "begin", "id": self.id,
                                      "time": _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation}
-            if type(self.transformation) is not str or not self.transformation:
+            if type(self.transformation) is not str or not 0 < len(self.transformation) <= 256:
                 event["transformation"] = self.transformation = _name(self.transformation,
                                                                       "transformation")
-            # keep ids, not Task objects: a chain of dependencies must not keep every task alive
-            if self.parent is not None:
-                self.parent = self.parent if type(self.parent) is str else _task_id(self.parent)
+            # keep ids, not Task objects: a chain of dependencies must not keep every task alive;
+            # a bad parent, index or dependency is left out (logged), never the begin event
+            parent = self.parent
+            if parent is not None:
+                if type(parent) is Task:
+                    self.parent = parent.id  # a task's own id is always a valid one
+                elif type(parent) is not str or not 0 < len(parent) <= MAX_ID:
+                    self.parent = _task_id(parent, "parent")
                 if self.parent:
                     event["parent"] = self.parent
             if self.index is not None:
-                if type(self.index) is not int:
-                    self.index = _index(self.index)
+                if type(self.index) is not int or not -_INDEX_BOUND < self.index < _INDEX_BOUND:
+                    self.index = fit_index(self.index)
                 if self.index is not None:
                     event["index"] = self.index
             if self.dependencies is not None:
-                dependencies = [d if type(d) is str else d.id if type(d) is Task else _task_id(d)
-                                for d in self.dependencies]
-                if None in dependencies:
-                    dependencies = [d for d in dependencies if d]
-                self.dependencies = dependencies
-                if dependencies:
-                    event["dependencies"] = dependencies
+                self.dependencies = _dependency_ids(self.dependencies)
+                if self.dependencies:
+                    event["dependencies"] = self.dependencies
             event["used"], self._used = self._used, {}
             wf._emit(event)
             wf._open_tasks[self] = None
@@ -488,13 +502,14 @@ class Task:
             if wf._sections:
                 wf._close_sections(self, status, message)
             self.status, message = _status(status), _status_message(status, message)
+            message = None if message is None else _text(message)
             status = self.status
             event: dict[str, Any] = {"type": "task", "event": "end", "id": self.id,
                                      "time": self._left_at or _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation, "status": self.status,
                                      "used": self._used, "generated": self._generated}
             if message is not None:
-                event["message"] = str(message)[:_MAX_MESSAGE]
+                event["message"] = message
             self._used, self._generated = {}, {}
             wf._emit(event)
         except Exception as exc:
@@ -571,14 +586,37 @@ class Task:
 # -- small helpers --------------------------------------------------------------------
 
 
-def _task_id(task: object) -> str | None:
-    task_id = getattr(task, "id", None)
-    if isinstance(task_id, str) and task_id:
-        return task_id
+def _task_id(task: object, what: str) -> str | None:
+    """The id of a ``parent`` / ``dependencies`` entry (a Task, an id, an object with an ``id``),
+    or None (logged) when there is no id the wire format takes."""
+    if type(task) is str:
+        return fit_id(task, what)
+    try:
+        task_id = task.id if type(task) is Task else getattr(task, "id", None)
+    except Exception:  # a property that raises
+        task_id = None
+    if isinstance(task_id, str):
+        return fit_id(task_id, what)
     report_once(("task-ref", type(task)), f"parent / dependencies take Tasks or task ids (str), "
                 f"not {type(task).__name__}; ignored")
     return None
 
+
+def _dependency_ids(dependencies: object) -> list[str]:
+    """The ids of ``dependencies=``: bad entries are left out (logged); an iterable that raises
+    midway keeps the entries read until then. Never raises."""
+    ids: list[str] = []
+    try:
+        if isinstance(dependencies, (str, Task)):
+            dependencies = [dependencies]
+        for d in dependencies:  # type: ignore[attr-defined]
+            task_id = d if type(d) is str and 0 < len(d) <= MAX_ID else _task_id(d, "dependencies")
+            if task_id:
+                ids.append(task_id)
+    except Exception as exc:
+        report_once(("dependencies", type(exc)), f"task dependencies=: {exc!r}; "
+                    f"{'the entries before it are kept' if ids else 'ignored'}")
+    return ids
 
 
 #: the words an ``end(status)`` may use for each of the wire format's two statuses
@@ -588,45 +626,67 @@ _FINISHED = frozenset({"finished", "finish", "success", "succeeded", "successful
 
 def _status(status: object) -> str:
     """The wire status for what the caller said: ``finished`` for the success words (any
-    case), ``failed`` for anything else, with a warning when the word was not ``failed``-like."""
-    if status == "finished" or status == "failed":
-        return status
-    word = str(status).strip().lower()
+    case), ``failed`` for anything else, with a warning when the word was not ``failed``-like.
+    Never raises."""
+    if isinstance(status, str) and (status == "finished" or status == "failed"):
+        return str(status)
+    word = _text(status).strip().lower()
     if word in _FINISHED:
         return "finished"
     if word not in ("failed", "failure", "fail", "error", "errored", "killed", "cancelled",
                     "canceled", "aborted", "timeout", "crashed"):
-        report_once(("status", word[:40]), f"end status {str(status)[:40]!r} is neither "
+        report_once(("status", word[:40]), f"end status {word[:40]!r} is neither "
                     "'finished' nor 'failed'; recorded as 'failed'")
     return "failed"
 
 
-def _status_message(status: object, message: str | None) -> str | None:
+def _status_message(status: object, message: object) -> str | None:
     """Keep the caller's own status word when it was mapped and no message says more."""
-    if message is None and status != "finished" and status != "failed":
-        return f"ended with status {str(status)[:80]!r}"
-    return message
-
-
-def _index(value: object) -> int | None:
-    """An integer-like index (a numpy integer) as an int; None (logged) for anything else."""
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            pass
-    report_once(("index", type(value)), f"task index must be an integer, not "
-                f"{type(value).__name__}; ignored")
-    return None
+    if message is None and not (isinstance(status, str) and status in ("finished", "failed")):
+        return f"ended with status {_text(status)[:80]!r}"
+    return message  # type: ignore[return-value]
 
 
 def _name(value: object, what: str) -> str:
+    """A name the wire format takes (a non-empty string of at most 256 characters): ``value``,
+    else its text cut to 256 characters, else ``"unnamed"`` (logged). Never raises."""
     if isinstance(value, str) and 0 < len(value) <= 256:
         return value
-    text = str(value)[:256] if value not in (None, "") else "unnamed"
+    try:
+        text = str(value)[:256] if value is not None else ""
+    except Exception:  # an object whose __str__ raises
+        text = ""
+    text = text or "unnamed"
     report_once(("name", what), f"{what} must be a non-empty string of at most 256 characters; "
-                f"using {text!r}")
+                f"using {text[:80]!r}")
     return text
+
+
+def _setting(value: Any, default: T, what: str) -> T:
+    """A numeric setting of ``workflow(...)``: ``value`` when it is a number of 0 or more
+    (an int where ``default`` is one), else ``default`` (logged)."""
+    kind = type(default)
+    try:
+        if isinstance(value, numbers.Integral if kind is int else numbers.Real) and \
+                not isinstance(value, bool) and value >= 0:
+            # (seconds beyond 11 days are "forever": a thread cannot wait for infinity)
+            return kind(value) if kind is int else min(float(value), 1e6)  # type: ignore[return-value]
+    except Exception:  # noqa: BLE001 - a number type whose comparison or conversion raises
+        pass
+    report_once(("setting", what), f"workflow {what}= must be a number of 0 or more"
+                f"{' (an integer)' if kind is int else ''}; using {default}")
+    return default
+
+
+def _text(message: object) -> str:
+    """A status message as text, cut to ``_MAX_MESSAGE`` characters; never raises."""
+    try:
+        return str(message)[:_MAX_MESSAGE]
+    except Exception:
+        try:
+            return repr(message)[:_MAX_MESSAGE]
+        except Exception:
+            return type(message).__name__
 
 
 def _safe_dirname(run_id: str) -> str:
