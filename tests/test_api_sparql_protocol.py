@@ -131,6 +131,16 @@ def test_select_json_keeps_term_types(server: ApiServer, accept: str | None) -> 
     assert bindings[4]["o"]["type"] == "bnode" and bindings[4]["o"]["value"]
 
 
+def test_from_names_the_dataset(server: ApiServer) -> None:
+    # FROM was ignored (every graph answered; found by black-box testing): a graph the
+    # store does not hold is an empty dataset
+    query = f"SELECT ?o FROM <http://127.0.0.1:9/none> WHERE {{ <{EX}s> ?p ?o }}"
+    response = sparql(server, query, JSON_TYPE)
+    assert response.status_code == 200, response.text
+    assert orjson.loads(response.content)["results"]["bindings"] == []
+    assert orjson.loads(sparql(server, SELECT, JSON_TYPE).content)["results"]["bindings"]
+
+
 def test_select_json_through_post_is_the_same(server: ApiServer) -> None:
     got = sparql(server, SELECT, JSON_TYPE, method="POST")
     direct = server.http.post("/v1/sparql", content=SELECT.encode(),

@@ -219,6 +219,20 @@ def test_named_graphs_and_the_union(store: Store) -> None:
     assert store.count() == 0 and store.graphs() == []
 
 
+def test_from_reads_the_named_graph_and_never_the_network(store: Store) -> None:
+    # FROM was ignored (Oxigraph: every graph answered) or fetched over HTTP (rdflib);
+    # found by black-box testing
+    store.add([(S, P, literal(0))])
+    store.add([(S, P, literal(1))], graph=G1)
+    store.add([(S, P, literal(2))], graph=G2)
+    assert store.select(f"SELECT ?v FROM <{G1}> WHERE {{ {S} {P} ?v }}").column("v") == [1]
+    assert sorted(store.select(f"SELECT ?v FROM <{G1}> FROM <{G2}> WHERE {{ {S} {P} ?v }}").column("v")) == [1, 2]
+    assert store.select(f"SELECT ?v FROM <http://127.0.0.1:9/none> WHERE {{ {S} {P} ?v }}").rows == []
+    rows = store.select(f"SELECT ?g ?v FROM NAMED <{G2}> WHERE {{ GRAPH ?g {{ {S} {P} ?v }} }}").rows
+    assert rows == [[G2, 2]]
+    assert sorted(_values(store)) == [0, 1, 2]  # without FROM: the union, as before
+
+
 def test_unicode_iris_and_strings(store: Store) -> None:
     subject = iri(EX + "données/été")
     store.add([(subject, P, literal("日本語 ✓ 𝄞"))])

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
+from provkg.store.base import has_dataset_clause
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term
 
@@ -54,7 +55,8 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
     max_rows = int(request["max_rows"])
     try:
         store = ox.Store.read_only(request["path"])
-        result = store.query(request["query"], use_default_graph_as_union=True)
+        text = request["query"]
+        result = store.query(text, use_default_graph_as_union=not has_dataset_clause(text))
         if isinstance(result, ox.QueryBoolean):
             return {"kind": "ask", "boolean": bool(result)}
         if isinstance(result, ox.QuerySolutions):

@@ -344,6 +344,24 @@ _LINE_COLUMN = [
 ]
 
 
+#: what may hide the word FROM in a query: comments, IRIs, string literals (long ones first)
+_NOT_KEYWORDS = re.compile(r"""'\'\'\'(?:[^\\]|\\.)*?\'\'\'|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'"""
+                           r"""|"(?:[^"\\\n]|\\.)*"|<[^<>"{}|^`\\\s]*>|\#[^\n]*""")
+_FROM = re.compile(r"(?<![\w?$:])FROM(?![\w:])", re.IGNORECASE)
+
+
+def has_dataset_clause(query: str) -> bool:
+    """Whether a SPARQL query names its dataset (``FROM`` / ``FROM NAMED``): then the store
+    must use that dataset instead of its default (the union of all graphs).
+
+    >>> has_dataset_clause('SELECT * FROM <http://ex.org/g> WHERE { ?s ?p "FROM" }')
+    True
+    >>> has_dataset_clause('SELECT ?from WHERE { ?s <http://ex.org/from> "FROM" } # FROM')
+    False
+    """
+    return _FROM.search(_NOT_KEYWORDS.sub(" ", query)) is not None
+
+
 def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:
     """A :class:`QuerySyntaxError` with the line and column found in a backend's message."""
     line = column = None

@@ -4,7 +4,8 @@ Writes go through Oxigraph's N-Triples / N-Quads parser (``bulk_load`` for large
 chunks, a transactional ``load`` for small ones), which is several times faster than
 building ``Quad`` objects one by one; adding the same triples twice leaves one copy,
 as for any quad set.
-Queries run with ``use_default_graph_as_union`` so they see every graph.
+Queries run with ``use_default_graph_as_union`` so they see every graph, unless they name
+their dataset (``FROM`` / ``FROM NAMED``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
+    has_dataset_clause,
     ntriples_bytes,
     ntriples_term,
     python_value,
@@ -75,6 +77,8 @@ class OxigraphStore(Store):
     def __init__(self, directory: str | Path | None, *, url: str | None = None):
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
+        if self.directory is not None:
+            _check_store_folder(self.directory, self.url)
         try:
             if self.directory is not None:
                 # RocksDB creates the last folder only; a path like out/store is common
@@ -185,7 +189,7 @@ class OxigraphStore(Store):
     def _query(self, query: str) -> object:
         self._check_open()
         try:
-            return self._store.query(query, use_default_graph_as_union=True)
+            return self._store.query(query, use_default_graph_as_union=not has_dataset_clause(query))
         except SyntaxError as exc:
             raise syntax_error(str(exc)) from exc
         except OSError as exc:
@@ -205,6 +209,37 @@ class OxigraphStore(Store):
     def _check_open(self) -> None:
         if self._store is None:
             raise StoreUnavailable(f"the store {self.url} is closed")
+
+
+#: files of an Oxigraph (RocksDB) folder: the first two in every complete one, LOCK from the start
+_ROCKSDB_FILES = ("CURRENT", "IDENTITY", "LOCK")
+_ROCKSDB_PREFIXES = ("OPTIONS-", "MANIFEST-")
+
+
+def _check_store_folder(directory: Path, url: str) -> None:
+    """Refuse a folder that holds files but no Oxigraph store: RocksDB would create its
+    database among them (a mistyped ``--store oxigraph:~/papers`` writing into it).
+
+    Raises:
+        StoreUnavailable: ``directory`` is a file, or a non-empty folder without the files of
+            a RocksDB database.
+    """
+    try:
+        if not directory.exists():
+            return
+        if not directory.is_dir():
+            raise StoreUnavailable(f"cannot open the Oxigraph store {url}: {directory} is a "
+                                   "file, not a store folder")
+        names = {p.name for p in directory.iterdir()}
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot open the Oxigraph store {url}: {exc.strerror or exc}") from exc
+    if names and not any(name in _ROCKSDB_FILES or name.startswith(_ROCKSDB_PREFIXES)
+                         for name in names):
+        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+        raise StoreUnavailable(
+            f"{directory} is not an Oxigraph store: it holds other files ({shown}) and none of "
+            "a store's (CURRENT, IDENTITY, OPTIONS-*, ...); give the store's folder, or a new or "
+            "empty one to create a store in")
 
 
 def _python(term: object) -> object:

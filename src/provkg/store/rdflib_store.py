@@ -58,6 +58,8 @@ def _rdflib_call(*, union: bool = True) -> Iterator[None]:
     with _union_lock, warnings.catch_warnings():
         warnings.filterwarnings("ignore", r"Dataset\.\w+ is deprecated", DeprecationWarning)
         rdflib_sparql.SPARQL_DEFAULT_GRAPH_UNION = union
+        # FROM <g> / LOAD must read graphs of this dataset, never fetch IRIs from the network
+        rdflib_sparql.SPARQL_LOAD_GRAPHS = False
         try:
             yield
         finally:

@@ -42,6 +42,7 @@ from provkg.store.base import (
     RDF_FORMATS,
     Rows,
     Store,
+    has_dataset_clause,
     ntriples_term,
     python_value,
     rdf_file,
@@ -309,8 +310,8 @@ class SparqlStore(Store):
             sw.setCredentials(ep.user, ep.password or "")
         for name, value in ep.extra_params.items():
             sw.addParameter(name, value)
-        if union and ep.union_param and not update:
-            sw.addParameter(ep.union_param, "true")
+        if union and ep.union_param and not update and not has_dataset_clause(text):
+            sw.addParameter(ep.union_param, "true")  # a FROM of the query's own wins
         if timeout is not None:
             sw.setTimeout(max(1, round(timeout)))
         sw.setOnlyConneg(True)  # Accept header only: a format= parameter overrides it on Virtuoso
