@@ -112,3 +112,50 @@ def test_two_specs_for_one_workflow_are_refused(tmp_path: Path, capsys) -> None:
     assert main(["ingest", str(events), "--spec", str(a), "--spec", str(b), "--store", store]) == 1
     assert f"error: {b}: workflow 'w' already has a spec ({a})" in capsys.readouterr().err
     assert main(["ingest", str(events), "--spec", str(a), "--spec", str(a), "--store", store]) == 0
+
+
+def test_a_query_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path, store_url: str, capsys,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    query = tmp_path / "bin.rq"
+    query.write_bytes(b"SELECT * WHERE { ?s ?p \xff\xfe }")
+    assert main(["sparql", str(query), "--store", store_url]) == 1
+    assert capsys.readouterr().err == f"error: {query}: not UTF-8 text (byte 23); a SPARQL query is UTF-8 text\n"
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(query.read_bytes())))
+    assert main(["sparql", "-", "--store", store_url]) == 1
+    assert "error: standard input: not UTF-8 text" in capsys.readouterr().err
+
+
+def test_sparql_json_is_valid_json_for_non_finite_doubles_and_big_integers(
+        tmp_path: Path, store_url: str, capsys) -> None:
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    text = (f"PREFIX xsd: <{xsd}> SELECT ?v ?big WHERE {{ VALUES ?v {{ "
+            '"NaN"^^xsd:double "INF"^^xsd:double "-INF"^^xsd:double 1.5e0 } '
+            "BIND(123456789012345678901234567890 AS ?big) } ORDER BY STR(?v)")
+    out = _sparql(tmp_path, text, store_url, "json", capsys)
+    rows = json.loads(out, parse_constant=pytest.fail)["rows"]  # no bare NaN / Infinity
+    # as the API writes them (application/vnd.provkg.rows+json) and capture sends them
+    assert sorted(v for v, _ in rows if isinstance(v, str)) == ["-Infinity", "Infinity", "NaN"]
+    assert [big for _, big in rows] == [123456789012345678901234567890] * 4
+
+
+def test_a_parameter_given_twice_is_refused(capsys) -> None:
+    assert main(["query", "d3", "-p", "training=a", "--param", "training = b", "--store", "memory:"]) == 1
+    assert "error: parameter 'training' given more than once" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_not_an_oxigraph_store_is_left_alone(tmp_path: Path, capsys) -> None:
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "notes.txt").write_text("mine")
+    query = tmp_path / "q.rq"
+    query.write_text("ASK { ?s ?p ?o }")
+    data = tmp_path / "d.nt"
+    data.write_text(TRIPLES)
+    for command in (["sparql", str(query)], ["load", str(data)]):
+        assert main([*command, "--store", f"oxigraph:{papers}"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {papers} is not an Oxigraph store"), err
+    assert [p.name for p in papers.iterdir()] == ["notes.txt"]  # no database written into it
+    assert main(["load", str(data), "--store", f"oxigraph:{tmp_path / 'empty'}"]) == 0  # new: fine

@@ -143,6 +143,28 @@ def test_integers_beyond_64_bits_stay_exact_on_the_accept_path_and_in_the_worker
         parse_batch(text)
 
 
+@pytest.mark.parametrize("digits", [309, 400, 4000])
+def test_integers_beyond_a_doubles_range_up_to_4000_digits_are_kept_exact(digits: int) -> None:
+    # orjson reads them as doubles, which overflow: "number is infinity when parsed as double"
+    big = int("9" * digits)
+    for event in big_int_events(big) + big_int_events(-big):
+        text = json.dumps({"format": FORMAT, "events": [event]})
+        assert parse_batch(text).events[0] == parse_batch({"format": FORMAT, "events": [event]}).events[0]
+        assert load_json(text) == json.loads(text)  # what the queue worker reads
+    line = json.dumps(task(used=[{"name": "n", "value": big}]))
+    assert next(parse_events_jsonl([line])).used[0].value == big
+
+
+def test_a_long_integer_does_not_hide_what_else_is_wrong() -> None:
+    big = "1" * 400
+    with pytest.raises(NotJson, match="lone surrogate"):  # orjson stopped at the integer
+        load_json(f'[{big}, "\\ud800"]')
+    with pytest.raises(NotJson, match=r"^not JSON \(Expecting value"):
+        load_json(f'[{big}, {{"a": ]')
+    with pytest.raises(BadEvent, match=r"^\[1\]: a number too large for a double"):
+        load_json(f"[{big}, 1e400]")
+
+
 def test_integers_at_the_64_bit_limits_and_long_digit_strings_pass_the_accept_path_exact() -> None:
     values = [{"name": "max", "value": INT_MAX}, {"name": "min", "value": INT_MIN},
               {"name": "digits", "value": "12345678901234567890123"}, {"name": "f", "value": 1e40}]

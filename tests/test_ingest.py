@@ -284,3 +284,25 @@ def test_linking_a_location_links_every_value_captured_there(embedded_store: Sto
     expected = [f"{DEFAULT_BASE}value/raw-pass1", f"{DEFAULT_BASE}value/raw-pass2"]
     assert [r[0] for r in linked] == expected
     assert find_values(embedded_store, "raw-pass2") == [f"<{expected[1]}>"]
+
+
+def test_events_before_a_bad_line_are_stored_completely_even_out_of_order(tmp_path, embedded_store) -> None:
+    # the file's events before the bad line are handed over and the session is finished, so
+    # tasks that came before their run (held by the mapper) are stored too
+    import json
+
+    from provkg.errors import BadEvent
+    from provkg.service.ingest import ingest_paths
+    from provkg.store import open_store
+
+    events = lifecycle_events(trainings=2)
+    random.Random(7).shuffle(events)
+    events.sort(key=lambda e: e["type"] == "workflow")  # every task before its run: held back
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events) + '{"type": "task"\n')
+    with pytest.raises(BadEvent, match="were stored"):
+        ingest_paths(embedded_store, [path], specs=[lifecycle_spec()], progress=False, chunk=10)
+    same_kind = "rdflib:" if embedded_store.url.startswith("rdflib") else "memory:"  # same lexical forms
+    with open_store(same_kind) as reference:
+        ingest_events(reference, events, specs=[lifecycle_spec()])
+        assert everything(embedded_store) == everything(reference)

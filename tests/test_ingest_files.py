@@ -212,3 +212,56 @@ def test_the_spec_file_and_events_agree_with_json_specs(tmp_path: Path) -> None:
                  "--schema", "tagged"]) == 0
     with open_store(db) as store:
         assert store.ask(PREFIX + 'ASK { ?t provlake:tag "TrainingSection" }')
+
+
+def test_the_events_before_a_bad_line_are_stored_and_the_error_says_so(tmp_path: Path, capsys) -> None:
+    events = lifecycle_events(trainings=1)
+    k = len(events) // 2  # far fewer than a chunk (5000): the bad line is in the first one
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(_jsonl(events[:k]) + b"{broken\n" + _jsonl(events[k:]))
+    store = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(path), "--store", store]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {path}:{k + 1}: not JSON (unexpected character, expected a string key); events "
+        f"before line {k + 1} were stored; fix line {k + 1} and run again: re-ingesting adds no "
+        "triple\n")
+    with open_store("memory:") as reference:
+        (tmp_path / "before.jsonl").write_bytes(_jsonl(events[:k]))
+        ingest_paths(reference, [tmp_path / "before.jsonl"], progress=False)
+        expected = reference.count()
+    with open_store(store) as stored:
+        assert stored.count() == expected > 0
+
+
+def test_read_events_hands_over_the_events_before_a_bad_line_then_raises(tmp_path: Path) -> None:
+    from provkg.service.event_files import read_events
+
+    events = lifecycle_events(trainings=1)
+    path = tmp_path / "bad.jsonl"
+    batch_line = orjson.dumps({"format": "provkg.events/1", "events": [events[5], {"type": "task"}]})
+    path.write_bytes(_jsonl(events[:5]) + batch_line + b"\n" + _jsonl(events[6:]))
+    reader = read_events(path, chunk=3)
+    assert [next(reader), next(reader)] == [events[:3], events[3:5]]  # none of the bad line
+    with pytest.raises(BadEvent, match=r"bad\.jsonl:6: events\[1\]\..*events before line 6 were stored"):
+        next(reader)
+    path.write_bytes(b"{broken\n" + _jsonl(events))
+    with pytest.raises(BadEvent, match=r"bad\.jsonl:1: not JSON .*; no event of this file was stored"):
+        list(read_events(path))
+
+
+@pytest.mark.parametrize("cut", [1, 4, 200, -1], ids=["last-byte", "checksum", "deep", "one-byte-left"])
+def test_a_truncated_zst_file_is_an_error_like_a_truncated_gz(tmp_path: Path, cut: int, capsys) -> None:
+    events = lifecycle_events(trainings=1)
+    whole = zstandard.ZstdCompressor(write_checksum=True).compress(_jsonl(events))
+    path = tmp_path / "cut.jsonl.zst"
+    path.write_bytes(whole[:-cut] if cut > 0 else whole[:1])
+    assert main(["ingest", str(path), "--store", "memory:"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: the file is truncated (the zstd data ends inside "), err
+    assert "restore the whole file" in err
+    gz = tmp_path / "cut.jsonl.gz"
+    gz.write_bytes(gzip.compress(_jsonl(events))[:-cut if cut > 0 else 1])
+    assert main(["ingest", str(gz), "--store", "memory:"]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {gz}: ")
+    path.write_bytes(whole)  # the same file whole: fine
+    assert main(["ingest", str(path), "--store", "memory:"]) == 0

@@ -1,40 +1,61 @@
-"""Settings read from the environment (prefix ``PROVKG_``), built by a function, never at import."""
+"""Settings read from the environment (prefix ``PROVKG_``), built by a function, never at import.
+
+Every setting is checked when the settings are built (:func:`get_settings`): a bad value is a
+:class:`BadSetting` naming the variable and what it accepts, so ``provkg serve`` refuses to
+start instead of failing later on each request or batch.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+from typing import Annotated, Literal
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from provkg.errors import ProvkgError
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["Settings", "get_settings", "DEFAULT_STORE"]
+__all__ = ["Settings", "get_settings", "BadSetting", "DEFAULT_STORE", "INGEST_SCHEMAS"]
 
 #: embedded Oxigraph on disk, in the working directory
 DEFAULT_STORE = "oxigraph:provkg-data"
+#: what PROVKG_INGEST_SCHEMA accepts
+INGEST_SCHEMAS = ("typed", "tagged", "sprov")
+
+_Positive = Annotated[int, Field(gt=0)]
+
+
+class BadSetting(ProvkgError):
+    """A setting (``PROVKG_*`` variable or command-line flag) has a value it cannot take."""
+
+    code = "bad_setting"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PROVKG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="PROVKG_", extra="ignore",
+                                      hide_input_in_errors=True)
 
     store: str = DEFAULT_STORE
     base: str = DEFAULT_BASE
     # service settings (provkg serve)
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000  # 0: any free port (printed at start)
     token: str | None = None
     queue_dir: str = "provkg-queue"
-    max_body_bytes: int = 16 * 1024 * 1024
-    query_timeout_s: float = 30.0
-    max_rows: int = 100_000
+    max_body_bytes: _Positive = 16 * 1024 * 1024
+    query_timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 30.0
+    max_rows: _Positive = 100_000
     allowed_service_endpoints: list[str] = []
     # ingest queue and worker (provkg serve / provkg listen)
-    ingest_schema: str = "typed"  # mapping of ingested events and canned queries: typed | tagged | sprov
-    max_decompressed_bytes: int = 64 * 1024 * 1024  # gzip / zstd bodies (zip bombs)
+    #: mapping of ingested events and canned queries
+    ingest_schema: Literal["typed", "tagged", "sprov"] = "typed"
+    max_decompressed_bytes: _Positive = 64 * 1024 * 1024  # gzip / zstd bodies (zip bombs)
     queue_fsync: bool = True  # fsync before 202; off only for throwaway benchmarks
-    queue_apply_events: int = 20_000  # events per store write by the queue worker
-    sparql_workers: int = 2  # subprocesses running user SPARQL on an embedded store
+    queue_apply_events: _Positive = 20_000  # events per store write by the queue worker
+    sparql_workers: _Positive = 2  # subprocesses running user SPARQL on an embedded store
     mqtt_url: str | None = None  # provkg serve also listens to this broker when set
     #: the MQTT session's client id; default: one per queue folder (``provkg-`` + a hash of its
     #: absolute path), stable across restarts so the broker keeps the session, and distinct
@@ -49,6 +70,60 @@ class Settings(BaseSettings):
         return "provkg-" + hashlib.sha256(folder.encode("utf-8")).hexdigest()[:12]
 
 
+#: command-line flags that set a setting (they win over the environment)
+_FLAGS = {"store": "--store", "host": "--host", "port": "--port"}
+
+
 def get_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with explicit overrides (CLI flags) on top."""
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    """Settings from the environment, with explicit overrides (CLI flags) on top.
+
+    Raises:
+        BadSetting: a value the setting cannot take, naming the variable (or flag) and what
+            it accepts, never the value itself (a token must not reach a log).
+
+    >>> get_settings(port=70000)
+    Traceback (most recent call last):
+    provkg.config.BadSetting: --port: must be 65535 or less
+    """
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        raise _bad_setting(exc, given) from None
+    except SettingsError as exc:  # a list setting whose variable is not JSON
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = field.group(1) if field else ""
+        raise BadSetting(f"PROVKG_{name.upper()}: {_LIST}" if name else str(exc)) from None
+
+
+def _bad_setting(exc: ValidationError, given: dict[str, object]) -> BadSetting:
+    problems = []
+    for err in exc.errors(include_input=False, include_url=False):
+        name = str(err["loc"][0]) if err["loc"] else ""
+        env = f"PROVKG_{name.upper()}"
+        where = _FLAGS[name] if name in _FLAGS and name in given else env
+        if name == "ingest_schema":
+            message = f"must be one of {', '.join(INGEST_SCHEMAS)}"
+        elif name == "allowed_service_endpoints":
+            message = _LIST
+        else:
+            message = _MESSAGES.get(err["type"], err["msg"]).format(**err.get("ctx", {}))
+        problems.append(f"{where}: {message}")
+    return BadSetting("; ".join(dict.fromkeys(problems)))
+
+
+_LIST = 'must be a JSON list of endpoint URLs, e.g. ["https://example.org/sparql"]'
+#: pydantic's error types -> what the setting accepts, in words
+_MESSAGES = {
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "finite_number": "must be a finite number",
+    "greater_than": "must be more than {gt}",
+    "greater_than_equal": "must be {ge} or more",
+    "less_than_equal": "must be {le} or less",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be text",
+}

@@ -415,7 +415,7 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
         return x if math.isfinite(x) else unreadable(_OVERFLOW)
 
     def integer(text: str) -> Any:
-        return int(text) if len(text) <= 4000 else unreadable(_HUGE_INT)
+        return int(text) if len(text) - text.startswith("-") <= 4000 else unreadable(_HUGE_INT)
 
     def constant(text: str) -> Any:
         return unreadable(f"{text} {_NON_FINITE}")
@@ -424,13 +424,46 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
         text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
         exact = json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
     except (ValueError, RecursionError) as exc:
-        reason = failure or str(exc)
+        # orjson's reason, unless it stopped at a long integer before the real problem
+        reason = str(exc) if not failure or failure.startswith(_ORJSON_HUGE_NUMBER) else failure
         raise NotJson(f"{where}not JSON ({reason})", reason) from None
     if found:
         raise _number_problems(_bad_numbers(exact), where)
-    if failure is not None:  # e.g. an escaped lone surrogate, which json allows
-        raise NotJson(f"{where}not JSON ({failure})", failure)
+    if failure is not None:
+        # orjson refused what json read: an escaped lone surrogate (refused), or an integer
+        # of 309 to 4000 digits, which orjson reads as an overflowing double (kept exact)
+        if _has_lone_surrogate(exact):
+            if failure.startswith(_ORJSON_HUGE_NUMBER):  # orjson stopped at the integer
+                failure = "a string holds an escaped lone surrogate (\\ud800-\\udfff)"
+            raise NotJson(f"{where}not JSON ({failure})", failure)
+        if not failure.startswith(_ORJSON_HUGE_NUMBER):
+            raise NotJson(f"{where}not JSON ({failure})", failure)
     return exact
+
+
+#: orjson's reason for a number beyond a double's range: an overflowing float (refused above
+#: as _OVERFLOW) or an integer of 309 digits or more (kept exact)
+_ORJSON_HUGE_NUMBER = "number is infinity when parsed as double"
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    """Does a decoded document hold a string (or key) with a lone surrogate, which orjson
+    refuses and json lets through?"""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            if _SURROGATE.search(x):
+                return True
+        elif isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _number_problems(found: list[tuple[str, str]], where: str) -> BadEvent:

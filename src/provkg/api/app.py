@@ -12,13 +12,13 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import orjson
 from fastapi import FastAPI
 
 from provkg import __version__
-from provkg.api.errors import install_error_handlers
+from provkg.api.errors import QueueUnavailable, install_error_handlers
 from provkg.api.openapi import install_openapi
 from provkg.api.queue import IngestQueue
 from provkg.api.sparql import SparqlRunner
@@ -46,7 +46,13 @@ class Service:
     sparql: SparqlRunner
     extras: list[Any] = field(default_factory=list)  # e.g. the MQTT listener
 
+    closed: bool = False
+
     def close(self) -> None:
+        """Stop everything, in reverse order of opening (once; later calls do nothing)."""
+        if self.closed:
+            return
+        self.closed = True
         for extra in reversed(self.extras):
             extra.close()
         self.queue.close()
@@ -90,55 +96,82 @@ def make_applier(store: Store, specs: SpecRegistry, *, schema: str):
 
 
 def open_service(settings: Settings) -> Service:
-    """Open the store, specs, queue and SPARQL runner the settings describe."""
+    """Open the store, specs, queue and SPARQL runner the settings describe.
+
+    Raises:
+        StoreUnavailable: the store cannot be opened (e.g. another process holds it).
+        QueueUnavailable: the queue folder is another process's, or cannot be created or read.
+        BadParameter: the store URL is not one provkg knows.
+    """
     from provkg.store import open_store
 
+    queue_dir = Path(settings.queue_dir)
+    if queue_dir.exists() and not queue_dir.is_dir():
+        raise QueueUnavailable(f"the queue folder {settings.queue_dir} (PROVKG_QUEUE_DIR) is a "
+                               "file, not a folder")
     store = open_store(settings.store)
     try:
-        from provkg.service.ingest import register_spec, spec_document, stored_specs
-
-        specs = SpecRegistry(settings.queue_dir)
-        saved = specs.load()
-        for spec in saved:  # idempotent: the store may be new
-            register_spec(store, spec, schema=settings.ingest_schema)
-        known = {s.workflow for s in saved}
-        for spec in stored_specs(store):  # registered by `provkg ingest --spec` meanwhile
-            if spec.workflow not in known:
-                specs.add(spec_document(spec))
-        queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
-                            fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
-        queue.start()
+        try:
+            return _open_rest(settings, store)
+        except OSError as exc:  # the queue folder: not a folder, not writable, ...
+            raise QueueUnavailable(f"cannot use the queue folder {settings.queue_dir} "
+                                   f"(PROVKG_QUEUE_DIR): {exc.strerror or exc}") from exc
     except BaseException:
         store.close()
         raise
-    check_query("ASK {}")  # loads the SPARQL grammar now rather than on the first request
-    sparql = SparqlRunner(store, settings.store, timeout=settings.query_timeout_s,
-                          max_rows=settings.max_rows, workers=settings.sparql_workers)
+
+
+def _open_rest(settings: Settings, store: Store) -> Service:
+    from provkg.service.ingest import register_spec, spec_document, stored_specs
+
+    specs = SpecRegistry(settings.queue_dir)
+    saved = specs.load()
+    for spec in saved:  # idempotent: the store may be new
+        register_spec(store, spec, schema=settings.ingest_schema)
+    known = {s.workflow for s in saved}
+    for spec in stored_specs(store):  # registered by `provkg ingest --spec` meanwhile
+        if spec.workflow not in known:
+            specs.add(spec_document(spec))
+    queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
+                        fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
+    try:
+        queue.start()
+        check_query("ASK {}")  # loads the SPARQL grammar now rather than on the first request
+        sparql = SparqlRunner(store, settings.store, timeout=settings.query_timeout_s,
+                              max_rows=settings.max_rows, workers=settings.sparql_workers)
+    except BaseException:
+        queue.close()  # releases the folder's lock
+        raise
     return Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, service: Service | None = None) -> FastAPI:
     """Build the API. ``settings`` defaults to :func:`provkg.config.get_settings` (env ``PROVKG_*``).
+
+    The service (store, queue, ...) is opened when the app starts, unless ``service`` is one
+    opened already (``provkg serve`` opens it first, to report a store or queue it cannot
+    use before it says it is serving); it is closed when the app stops.
 
     >>> app = create_app(get_settings(store="memory:", queue_dir="/tmp/provkg-doctest-queue"))
     >>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/"))[:3]
     ['/v1/events', '/v1/ontologies', '/v1/ontologies/{name}']
     """
-    settings = settings or get_settings()
+    settings = settings or (service.settings if service is not None else get_settings())
+    opened = [service]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = open_service(settings)
-        app.state.service = service
-        if settings.mqtt_url:
-            from provkg.api.listener import MqttListener
-
-            service.extras.append(MqttListener(settings.mqtt_url, service.queue,
-                                               client_id=settings.mqtt_client).start())
+        running = opened.pop() if opened and opened[0] is not None else open_service(settings)
+        app.state.service = running
         try:
+            if settings.mqtt_url:
+                from provkg.api.listener import MqttListener
+
+                running.extras.append(MqttListener(settings.mqtt_url, running.queue,
+                                                   client_id=settings.mqtt_client).start())
             yield
         finally:
-            service.close()
+            running.close()
 
     app = FastAPI(
         title="provkg",

@@ -7,6 +7,7 @@ with a cap on the output, so a small zip bomb cannot inflate into gigabytes.
 
 from __future__ import annotations
 
+import io
 import zlib
 
 import zstandard
@@ -84,6 +85,11 @@ def _gunzip(data: bytes, *, limit: int) -> bytes:
 
 
 def _unzstd(data: bytes, *, limit: int) -> bytes:
+    from provkg.service.event_files import zstd_truncation
+
+    # the decoder stops quietly where its input ends: a cut body would read as a shorter one
+    if zstd_truncation(io.BytesIO(data)) is not None:
+        raise BadRequest("zstd body is truncated")
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
         with reader:

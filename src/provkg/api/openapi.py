@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from provkg.events import batch_schema
 
 __all__ = ["install_openapi", "EVENTS_EXAMPLE", "SPEC_EXAMPLE", "ERROR_RESPONSES",
-           "SPARQL_RESPONSES"]
+           "SPARQL_RESPONSES", "ROWS_NOT_ACCEPTABLE"]
 
 EVENTS_EXAMPLE: dict[str, Any] = {
     "format": "provkg.events/1",
@@ -64,6 +64,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
                 "query ran past the time limit of 30 s (stopped)"),
 }
 
+#: a canned query asked for in neither of its formats
+ROWS_NOT_ACCEPTABLE = _error("the Accept header allows neither JSON nor CSV", "not_acceptable",
+                             "a canned query's answer is application/json or text/csv; the "
+                             "Accept header allows neither")
 
 _XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 #: ``/v1/sparql``'s answers, by media type (chosen with the Accept header, q-values honoured)

@@ -10,43 +10,45 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from typing import Any
 
 import orjson
-from fastapi import Request
 from fastapi.responses import Response
 
-from provkg.store.base import Rows, python_value
+from provkg.api.json_values import rows_json, term_value
+from provkg.store.base import Rows
 from provkg.term import escape_string
 
-__all__ = ["wants_csv", "rows_response", "negotiate", "sparql_format", "sparql_response",
-           "SPARQL_FORMATS"]
+__all__ = ["ROWS_FORMATS", "rows_format", "rows_response", "negotiate", "sparql_format",
+           "sparql_response", "SPARQL_FORMATS"]
+
+#: the formats of canned-query answers, the default first
+ROWS_FORMATS = ("application/json", "text/csv")
 
 
-def wants_csv(request: Request) -> bool:
-    """True when the client asks for CSV (``Accept: text/csv``) and not for JSON first."""
-    accept = request.headers.get("accept", "").lower()
-    return "text/csv" in accept and not accept.strip().startswith("application/json")
+def rows_format(accept: str | None) -> str | None:
+    """The format (a member of :data:`ROWS_FORMATS`) a canned query's answer is written in,
+    by the Accept header with q-values as for ``/v1/sparql``; None when it allows neither.
+
+    >>> rows_format("text/csv;q=0.1, application/json;q=0.9"), rows_format("text/turtle")
+    ('application/json', None)
+    """
+    return negotiate(accept, ROWS_FORMATS)
 
 
-def _json_safe(value: object) -> object:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # JSON has no NaN / Infinity
-    return value
-
-
-def rows_response(request: Request, rows: Rows) -> Response:
-    """The rows in the representation the client asked for."""
-    if wants_csv(request):
+def rows_response(media: str, rows: Rows) -> Response:
+    """The rows in ``media`` (chosen by :func:`rows_format`): JSON ``{"columns", "rows"}``
+    with exact numbers (:mod:`provkg.api.json_values`), or CSV."""
+    if media == "text/csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(rows.columns)
         for row in rows.rows:
             writer.writerow(["" if v is None else v for v in row])
-        return Response(out.getvalue(), media_type="text/csv; charset=utf-8")
-    body = {"columns": rows.columns, "rows": [[_json_safe(v) for v in row] for row in rows.rows]}
-    return Response(orjson.dumps(body), media_type="application/json")
+        return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
+                        headers={"Vary": "Accept"})
+    return Response(rows_json(rows.columns, rows.rows), media_type="application/json",
+                    headers={"Vary": "Accept"})
 
 
 # -- the SPARQL 1.1 Protocol: content negotiation and the W3C result formats -----------------
@@ -177,11 +179,9 @@ def _nt_text(term: dict[str, Any]) -> str:
 
 
 def _python(term: dict[str, Any] | None) -> object:
-    if term is None:
-        return None
-    if term["type"] == "triple":
+    if term is not None and term["type"] == "triple":
         return _nt_text(term)
-    return _json_safe(python_value(term["type"], term["value"], term.get("datatype")))
+    return term_value(term)
 
 
 _XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
@@ -212,7 +212,7 @@ def _select_body(media: str, columns: list[str], rows: list[list[Any]]) -> bytes
         bindings = [{c: t for c, t in zip(columns, row) if t is not None} for row in rows]
         return orjson.dumps({"head": {"vars": columns}, "results": {"bindings": bindings}})
     if media == ROWS_JSON:
-        return orjson.dumps({"columns": columns, "rows": [[_python(t) for t in row] for row in rows]})
+        return rows_json(columns, [[_python(t) for t in row] for row in rows])
     if media == SPARQL_XML:
         out = [_XML_HEAD, "<head>"]
         out += [f'<variable name="{c.translate(_XML_ATTR)}"/>' for c in columns]

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from provkg.errors import BadEvent, NotFound
 from provkg.events import FORMAT, NotJson, load_json, parse_event, strip_bom
 
-__all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes"]
+__all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes", "zstd_truncation"]
 
 EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
 
@@ -55,6 +55,69 @@ def total_bytes(files: list[Path]) -> int:
     return sum(f.stat().st_size for f in files)
 
 
+_ZSTD_MAGIC = 0xFD2FB528
+_SKIPPABLE_MAGIC = 0x184D2A50  # .. 0x184D2A5F
+
+
+def zstd_truncation(data: BinaryIO) -> str | None:
+    """Why the zstd data in ``data`` (a seekable binary file, read from its start) ends
+    early, or None when its last frame is complete.
+
+    zstd decoders stop quietly at the end of their input, so a file cut anywhere (even
+    just its checksum) would read as a shorter one. This walks the frame structure of
+    RFC 8878 (frame and block headers, skippable frames, the optional checksum), seeking
+    over block contents: a few bytes read per 128 KiB block. Empty data has no frame and
+    is complete; bytes that are not zstd are left to the decoder to refuse.
+    """
+    data.seek(0, io.SEEK_END)
+    size = data.tell()
+    pos = 0
+
+    def read(at: int, n: int) -> bytes:
+        data.seek(at)
+        return data.read(n)
+
+    while pos < size:
+        head = read(pos, 4)
+        if len(head) < 4:
+            return "ends inside a frame header"
+        magic = int.from_bytes(head, "little")
+        if magic & 0xFFFFFFF0 == _SKIPPABLE_MAGIC:
+            length = read(pos + 4, 4)
+            if len(length) < 4:
+                return "ends inside a skippable frame's header"
+            pos += 8 + int.from_bytes(length, "little")
+            if pos > size:
+                return "ends inside a skippable frame"
+            continue
+        if magic != _ZSTD_MAGIC:
+            return None  # not a frame: the decoder says what is wrong
+        descriptor = read(pos + 4, 1)
+        if not descriptor:
+            return "ends inside a frame header"
+        d = descriptor[0]
+        single_segment = bool(d & 0x20)
+        checksum = 4 if d & 0x04 else 0
+        dictionary_id = (0, 1, 2, 4)[d & 0x03]
+        content_size = (1 if single_segment else 0, 2, 4, 8)[d >> 6]
+        pos += 5 + (0 if single_segment else 1) + dictionary_id + content_size
+        while True:
+            block = read(pos, 3)
+            if len(block) < 3:
+                return "ends inside a frame, before its last block"
+            header = int.from_bytes(block, "little")
+            last, kind, block_size = header & 1, (header >> 1) & 3, header >> 3
+            pos += 3 + (1 if kind == 1 else block_size)  # an RLE block holds one byte
+            if pos > size:
+                return "ends inside a block"
+            if last:
+                break
+        pos += checksum
+        if pos > size:
+            return "ends inside a frame's checksum"
+    return None
+
+
 def _open(path: Path, raw: BinaryIO) -> BinaryIO:
     name = path.name
     if name.endswith(".gz"):
@@ -64,6 +127,16 @@ def _open(path: Path, raw: BinaryIO) -> BinaryIO:
 
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
     return raw
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged file raises: OSError (gzip's BadGzipFile too), EOFError (gzip
+    data cut short), zlib's and zstd's own errors (corrupt compressed data)."""
+    import zlib
+
+    import zstandard
+
+    return (OSError, EOFError, zlib.error, zstandard.ZstdError)
 
 
 def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
@@ -77,18 +150,30 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
     torn write: the writer stopped mid-line) is reported through ``on_torn`` and skipped;
     a complete line (newline-terminated) that is not valid is an error like any other.
 
+    On an error, the events read before the bad line are yielded first (a last, shorter
+    list), then the error is raised: a caller that ingests each list it gets has stored
+    everything before the bad line, which the message says.
+
     Raises:
-        BadEvent: a line is not JSON or not a valid event (``FILE:LINE: field: problem``).
+        BadEvent: a line is not JSON or not a valid event (``FILE:LINE: field: problem``), or
+            the file cannot be read: compressed data cut short (a ``.gz`` or ``.zst`` file
+            truncated, even by its last bytes) or damaged.
     """
     with open(path, "rb") as raw:
+        truncated = zstd_truncation(raw) if path.name.endswith(".zst") else None
+        raw.seek(0)
         stream = _open(path, raw)
         last_pos = 0
         batch: list[dict[str, Any]] = []
+        handed = 0  # events yielded so far
+        lines = 0  # lines read whole (and their events collected)
+        error: BadEvent | None = None
         try:
             for n, line in enumerate(stream, 1):
                 if n == 1:
                     line = strip_bom(line)
                 if not line.strip():
+                    lines = n
                     continue
                 try:
                     obj = load_json(line, where=f"{path}:{n}: ")
@@ -96,24 +181,53 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                     if line.endswith(b"\n"):  # complete, so not torn: a real error
                         # the parser's reason without its "line 1 column ..." (one line here)
                         raise BadEvent(f"{path}:{n}: not JSON ({exc.reason.split(':')[0]})") from None
+                    if truncated is not None:  # cut mid-line by the truncation: said below
+                        break
                     if on_torn is not None:  # only the last line lacks its newline
                         on_torn(f"{path}:{n}: last line is incomplete (no newline at the end of "
                                 "the file: a torn write?); skipped")
                     continue
                 _collect(obj, batch, path, n, validate)
+                lines = n
                 if len(batch) >= chunk:
+                    handed += len(batch)
                     yield batch
                     batch = []
                     if on_bytes is not None:
                         pos = raw.tell()
                         on_bytes(pos - last_pos)
                         last_pos = pos
-        except (OSError, EOFError) as exc:
-            raise BadEvent(f"{path}: cannot read ({exc})") from exc
+        except BadEvent as exc:  # on line lines + 1 (a bad line is never partly collected)
+            error = _stored_before(str(exc), lines + 1, handed + len(batch))
+        except _read_errors() as exc:
+            reason = (f"the file is truncated ({exc})" if isinstance(exc, EOFError)
+                      else f"cannot read ({exc})")
+            error = _stored_before(f"{path}: {reason}", lines + 1, handed + len(batch),
+                                   damaged=True)
+        if error is None and truncated is not None:
+            error = _stored_before(f"{path}: the file is truncated (the zstd data {truncated}: "
+                                   "an interrupted copy, or a writer that stopped?)",
+                                   lines + 1, handed + len(batch), damaged=True)
         if batch:
             yield batch
         if on_bytes is not None:
             on_bytes(raw.tell() - last_pos)
+        if error is not None:
+            raise error
+
+
+def _stored_before(message: str, n: int, events: int, *, damaged: bool = False) -> BadEvent:
+    """The error ``message``, saying what of the file was stored: the events before line
+    ``n`` (the caller ingests every list :func:`read_events` yields before it raises)."""
+    if damaged:
+        kept = (f"the events of its first {n - 1} lines were stored" if events
+                else "no event of it was stored")
+        return BadEvent(f"{message}; {kept}; restore the whole file and run again "
+                        "(re-ingesting adds no triple), or move it aside")
+    if not events:
+        return BadEvent(f"{message}; no event of this file was stored; fix line {n} and run again")
+    return BadEvent(f"{message}; events before line {n} were stored; fix line {n} and run "
+                    "again: re-ingesting adds no triple")
 
 
 def _collect(obj: Any, out: list[dict[str, Any]], path: Path, n: int, validate: bool) -> None:
@@ -123,10 +237,10 @@ def _collect(obj: Any, out: list[dict[str, Any]], path: Path, n: int, validate: 
         items = obj["events"] if isinstance(obj["events"], list) else [obj["events"]]
     else:
         items = [obj]
-    for i, ev in enumerate(items):
+    for i, ev in enumerate(items):  # the whole line is checked before any of it is kept
         if not isinstance(ev, dict):
             raise BadEvent(f"{path}:{n}: an event is a JSON object")
         if validate:
             where = f"{path}:{n}: " if len(items) == 1 else f"{path}:{n}: events[{i}]."
             parse_event(ev, where=where)  # strict: the dict itself is then a valid event
-        out.append(ev)
+    out.extend(items)

@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from provkg.errors import BadSpec, MappingError
+from provkg.errors import BadEvent, BadSpec, MappingError
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, typed
 from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, PML, A, P
@@ -661,13 +661,19 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
     bar = _progress_bar(total_bytes(files), enabled=progress)
     try:
         with _rare_collections():
-            for f in files:
-                for events in read_events(f, validate=validate, chunk=chunk, on_bytes=bar.update,
-                                          on_torn=torn.append):
-                    ing.ingest(events)
-                    bar.set_postfix_str(f"{ing.report.events:,} events, {ing.report.triples:,} "
-                                        "triples", refresh=False)
-                ing.report.files += 1
+            try:
+                for f in files:
+                    for events in read_events(f, validate=validate, chunk=chunk, on_bytes=bar.update,
+                                              on_torn=torn.append):
+                        ing.ingest(events)
+                        bar.set_postfix_str(f"{ing.report.events:,} events, {ing.report.triples:,} "
+                                            "triples", refresh=False)
+                    ing.report.files += 1
+            except BadEvent:
+                # the events before the bad line were handed over: store what the mapper
+                # still holds for them too (out-of-order tasks, open summaries), then stop
+                ing.finish()
+                raise
             report = ing.finish()
     finally:
         bar.close()

@@ -26,12 +26,12 @@ _INLINE_BYTES = 256 * 1024
     summary="Ingest a batch of capture events (wire format v1)",
     description=(
         "The body is one batch `{\"format\": \"provkg.events/1\", \"events\": [...]}`, optionally "
-        "gzip- or zstd-compressed (`Content-Encoding`); a UTF-8 BOM at its start is skipped. It "
-        "must be strict JSON: a bare `NaN`, `Infinity`, `-Infinity` or a number overflowing a "
-        "double is refused (send such numbers as the strings `\"NaN\"`, `\"Infinity\"`, "
-        "`\"-Infinity\"`, or as null), and so are a `time` outside 0 .. 253402300800 (seconds, "
-        "not milliseconds); integers are kept exact however large. The whole batch is validated "
-        "first (a bad "
+        "gzip- or zstd-compressed (`Content-Encoding`; a truncated one is refused); a UTF-8 "
+        "BOM at its start is skipped. It must be strict JSON: a bare `NaN`, `Infinity`, "
+        "`-Infinity` or a number overflowing a double is refused (send such numbers as the "
+        "strings `\"NaN\"`, `\"Infinity\"`, `\"-Infinity\"`, or as null), and so are a `time` "
+        "outside 0 .. 253402300800 (seconds, not milliseconds); integers are kept exact, up to "
+        "4000 digits. The whole batch is validated first (a bad "
         "field is named by its JSON path, and nothing of a rejected batch is kept), then written "
         "to the server's durable queue and acknowledged with 202; a worker maps it into the store "
         "within moments. Posting the same events again adds nothing (idempotent)."),

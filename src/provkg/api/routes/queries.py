@@ -8,10 +8,10 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from provkg.api.errors import BadRequest
-from provkg.api.openapi import ERROR_RESPONSES
-from provkg.api.render import rows_response
-from provkg.errors import UnknownQuery
+from provkg.api.errors import BadRequest, NotAcceptable
+from provkg.api.openapi import ERROR_RESPONSES, ROWS_NOT_ACCEPTABLE
+from provkg.api.render import ROWS_FORMATS, rows_format, rows_response
+from provkg.errors import BadParameter, UnknownQuery
 
 router = APIRouter(tags=["queries"])
 
@@ -49,19 +49,27 @@ async def list_queries() -> list[dict[str, Any]]:
     summary="Run a canned query",
     description="Parameters are query-string arguments named as in the catalog "
                 "(`GET /v1/queries`); they are bound into the query, never pasted. JSON "
-                "`{\"columns\": [...], \"rows\": [...]}` by default, CSV with `Accept: text/csv`.",
+                "`{\"columns\": [...], \"rows\": [...]}` by default, CSV with `Accept: text/csv` "
+                "(q-values honoured; an Accept header allowing neither gets 406). Numbers are "
+                "JSON numbers, exact however large; a non-finite double is the string `\"NaN\"`, "
+                "`\"Infinity\"` or `\"-Infinity\"`.",
     response_class=Response,
     responses={200: {"content": {
         "application/json": {"example": {"columns": ["model", "role", "name", "value"],
                                          "rows": [["m-1", "hyperparameter", "learning_rate", 0.001]]}},
-        "text/csv": {}}}, **ERROR_RESPONSES},
+        "text/csv": {}}}, **ERROR_RESPONSES, 406: ROWS_NOT_ACCEPTABLE},
 )
 async def run_canned(name: str, request: Request) -> Response:
+    from provkg.queries.catalog import get_query
     from provkg.service.querying import query_catalog, run_query
 
     service = request.app.state.service
     if name not in {q.name for q in query_catalog()}:
         raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+    media = rows_format(", ".join(request.headers.getlist("accept")) or None)
+    if media is None:  # before the work: a 406 costs nothing
+        raise NotAcceptable(f"a canned query's answer is {' or '.join(ROWS_FORMATS)}; the "
+                            "Accept header allows neither")
     params: dict[str, object] = {}
     for key, value in request.query_params.multi_items():
         if key in params:
@@ -69,8 +77,12 @@ async def run_canned(name: str, request: Request) -> Response:
         if len(value) > _MAX_PARAM_CHARS:
             raise BadRequest(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
         params[key] = value
+    for p in get_query(name).parameters:  # said the API's way, not the CLI's (--param)
+        if p.required and p.name not in params:
+            raise BadParameter(f"query {name!r} needs parameter {p.name!r} ({p.form}); give "
+                               f"it in the URL: /v1/queries/{name}?{p.name}=...")
     rows = await run_in_threadpool(run_query, service.store, name, params,
                                    schema=service.settings.ingest_schema)
     if len(rows.rows) > service.settings.max_rows:
         raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
-    return rows_response(request, rows)
+    return rows_response(media, rows)

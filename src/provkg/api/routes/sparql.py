@@ -45,11 +45,15 @@ _UNSUPPORTED = ("default-graph-uri", "named-graph-uri")
 _GET_QUERY_CHARS = 4000
 
 
-def _pick_query(pairs: list[tuple[str, str]]) -> str:
-    queries = [v for k, v in pairs if k == "query"]
+def _refuse_graph_parameters(pairs: list[tuple[str, str]]) -> None:
     if any(k in _UNSUPPORTED for k, _ in pairs):
         raise BadRequest("default-graph-uri / named-graph-uri are not supported: queries see "
                          "the union of all graphs; use GRAPH in the query")
+
+
+def _pick_query(pairs: list[tuple[str, str]]) -> str:
+    queries = [v for k, v in pairs if k == "query"]
+    _refuse_graph_parameters(pairs)
     if len(queries) != 1:
         raise BadRequest("send exactly one 'query' parameter (SPARQL 1.1 Protocol)")
     return queries[0]
@@ -100,6 +104,12 @@ async def sparql_get(request: Request) -> Response:
 )
 async def sparql_post(request: Request) -> Response:
     service = request.app.state.service
+    in_url = list(request.query_params.multi_items())
+    if any(k == "query" for k, _ in in_url):
+        raise BadRequest("the query is in the URL of a POST: send it once, in the body "
+                         "(application/sparql-query, or the 'query' field of a form) or in "
+                         "the URL of a GET")
+    _refuse_graph_parameters(in_url)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in ("application/sparql-query", "application/x-www-form-urlencoded"):
         raise UnsupportedMediaType("POST the query as application/sparql-query or as the "

@@ -1,0 +1,93 @@
+"""``provkg serve`` checks everything it needs before it says it is serving: settings, port,
+store and queue folder. Each problem is one ``error: ...`` line and exit status 1 (DESIGN §8),
+never a traceback, a "serving" line, or a server that starts and then fails every batch."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from api_support import free_port
+
+
+def serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+          store: str = "memory:") -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PROVKG_")}
+    environment.update({"PROVKG_QUEUE_DIR": str(tmp_path / "queue"), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "provkg.cli", "serve", "--store", store, *args],
+                          env=environment, capture_output=True, text=True, timeout=60)
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "serving" not in result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+@pytest.mark.parametrize(("env", "args", "words"), [
+    ({"PROVKG_INGEST_SCHEMA": "foo", "PROVKG_MAX_ROWS": "abc", "PROVKG_QUERY_TIMEOUT_S": "0"}, (),
+     ("PROVKG_INGEST_SCHEMA: must be one of typed, tagged, sprov",
+      "PROVKG_MAX_ROWS: must be a whole number", "PROVKG_QUERY_TIMEOUT_S: must be more than 0")),
+    ({"PROVKG_MQTT_URL": "http://127.0.0.1:1883"}, (), ("PROVKG_MQTT_URL", "mqtt://")),
+    ({}, ("--port", "99999"), ("--port: must be 65535 or less",)),
+    ({}, ("--port=-5",), ("--port: must be 0 or more",)),
+])
+def test_bad_settings_are_refused_before_serving(tmp_path: Path, env: dict[str, str],
+                                                 args: tuple[str, ...], words: tuple[str, ...]) -> None:
+    refused(serve(tmp_path, *args, env=env), *words)
+
+
+@pytest.mark.parametrize(("variable", "value", "words"), [
+    ("PROVKG_PORT", "70000", "PROVKG_PORT: must be 65535 or less"),
+    ("PROVKG_ALLOWED_SERVICE_ENDPOINTS", "http://x", "PROVKG_ALLOWED_SERVICE_ENDPOINTS: must be a JSON list"),
+    ("PROVKG_ALLOWED_SERVICE_ENDPOINTS", "[1]", "PROVKG_ALLOWED_SERVICE_ENDPOINTS: must be a JSON list"),
+    ("PROVKG_QUEUE_FSYNC", "maybe", "PROVKG_QUEUE_FSYNC: must be true or false"),
+    ("PROVKG_SPARQL_WORKERS", "0", "PROVKG_SPARQL_WORKERS: must be more than 0"),
+])
+def test_settings_name_the_variable_and_what_it_takes(monkeypatch: pytest.MonkeyPatch, variable: str,
+                                                      value: str, words: str) -> None:
+    from provkg.config import BadSetting, get_settings
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(BadSetting) as info:
+        get_settings()
+    assert str(info.value).startswith(words)
+    assert repr(value) not in str(info.value)  # values are not repeated (a token could be one)
+
+
+def test_a_port_in_use_is_refused_before_serving(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused(serve(tmp_path, "--port", str(port)), f"127.0.0.1:{port}", "in use")
+
+
+def test_a_queue_folder_of_another_process_is_refused_before_serving(tmp_path: Path) -> None:
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    with open(queue / "lock", "w") as lock:  # what a running server holds
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        refused(serve(tmp_path, "--port", str(free_port())), str(queue), "another process")
+    (tmp_path / "file").write_text("")
+    refused(serve(tmp_path, "--port", str(free_port()), env={"PROVKG_QUEUE_DIR": str(tmp_path / "file")}),
+            "PROVKG_QUEUE_DIR", "not a folder")
+
+
+def test_a_store_held_by_another_process_is_refused_before_serving(tmp_path: Path) -> None:
+    import pyoxigraph as ox
+
+    held = ox.Store(str(tmp_path / "store"))  # RocksDB's lock, as another server holds it
+    try:
+        refused(serve(tmp_path, "--port", str(free_port()), store=f"oxigraph:{tmp_path / 'store'}"),
+                "cannot open the Oxigraph store")
+    finally:
+        del held
