@@ -25,8 +25,10 @@ _SPEC_BYTES = 1024 * 1024  # specs are small; a larger body is a mistake or an a
     dependencies=[Depends(require_write_token)],
     summary="Register a prospective workflow spec (YAML or JSON)",
     description="Validates the spec (errors name line and field), saves it, and writes its "
-                "prospective triples. A spec with the same workflow name replaces the old one "
-                "for events mapped from now on.",
+                "prospective triples. A spec with the same workflow name replaces the old one, "
+                "for stored events too: the old spec's prospective triples are removed and, in "
+                "the typed schema, stored runs, executions and values are classified again by "
+                "the new spec (the graph is the one a fresh ingest with it would give).",
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/yaml": {"schema": {"type": "string"}, "example": SPEC_EXAMPLE},
         "application/json": {"schema": {"type": "object"}}}}},
