@@ -94,7 +94,7 @@ def test_sparql_rows_json_numbers_are_exact_and_odd_literals_keep_their_text(ser
     ("0", "boolean", "false"),
 ])
 def test_literal_values_follow_the_xsd_lexical_rules(lexical: str, datatype: str, written: str) -> None:
-    from provkg.api.json_values import rows_json, term_value
+    from provkg.service.json_values import rows_json, term_value
 
     value = term_value({"type": "literal", "value": lexical, "datatype": XSD + datatype})
     assert rows_json(["v"], [[value]]) == f'{{"columns":["v"],"rows":[[{written}]]}}'.encode()

@@ -7,13 +7,12 @@ concept); parsing lives here, work lives there.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from provkg.config import DEFAULT_STORE
-from provkg.errors import BadParameter, ProvkgError
+from provkg.errors import ProvkgError
 
 __all__ = ["main", "build_parser"]
 
@@ -280,75 +279,13 @@ def _cmd_check_links(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from provkg.service import querying
 
-    _refuse_repeated_params(args.param)
-    return _valid_json(querying.cmd_query, args)
+    return querying.cmd_query(args)
 
 
 def _cmd_sparql(args: argparse.Namespace) -> int:
     from provkg.service import querying
 
-    if args.file == "-":
-        text = _utf8(sys.stdin.buffer.read(), "standard input")
-        stdin, sys.stdin = sys.stdin, io.StringIO(text)  # what cmd_sparql reads
-        try:
-            return _valid_json(querying.cmd_sparql, args)
-        finally:
-            sys.stdin = stdin
-    try:
-        with open(args.file, "rb") as f:
-            _utf8(f.read(), args.file)
-    except OSError:
-        pass  # cmd_sparql says why it cannot read the file
-    return _valid_json(querying.cmd_sparql, args)
-
-
-def _utf8(data: bytes, name: str) -> str:
-    """``data`` as text, or an error naming ``name`` (a query file or standard input)."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadParameter(f"{name}: not UTF-8 text (byte {exc.start}); a SPARQL query is "
-                           "UTF-8 text") from None
-
-
-def _refuse_repeated_params(items: list[str]) -> None:
-    """A parameter given twice (``-p epoch=1 -p epoch=2``) is an error, as in the API, not
-    the last one silently winning."""
-    seen: set[str] = set()
-    for item in items:
-        key = item.partition("=")[0].strip()
-        if key and key in seen:
-            raise BadParameter(f"parameter {key!r} given more than once (--param {key}=...); "
-                               "give each parameter once")
-        seen.add(key)
-
-
-def _valid_json(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a ``query`` / ``sparql`` handler; with ``--format json``, make what it prints valid
-    JSON by the rule the API answers with (:mod:`provkg.api.json_values`): a non-finite
-    double is the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (Python's json module
-    writes bare ``NaN`` / ``Infinity``, which JSON parsers refuse); integers stay exact."""
-    if getattr(args, "format", None) != "json":
-        return handler(args)
-    import contextlib
-    import json
-
-    from provkg.api.json_values import json_cell
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = handler(args)
-    text = out.getvalue()
-    try:
-        document = json.loads(text)  # reads NaN / Infinity back as floats, integers exactly
-    except ValueError:  # not one JSON document (not expected): as it was
-        sys.stdout.write(text)
-        return code
-    if isinstance(document, dict) and isinstance(document.get("rows"), list):
-        document["rows"] = [[json_cell(v) for v in row] if isinstance(row, list) else row
-                            for row in document["rows"]]
-    print(json.dumps(document, allow_nan=False))
-    return code
+    return querying.cmd_sparql(args)
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:

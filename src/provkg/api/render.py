@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
-from provkg.api.json_values import rows_json, term_value
+from provkg.service.json_values import rows_json, term_value
 from provkg.store.base import Rows
 from provkg.term import escape_string
 
@@ -38,7 +38,7 @@ def rows_format(accept: str | None) -> str | None:
 
 def rows_response(media: str, rows: Rows) -> Response:
     """The rows in ``media`` (chosen by :func:`rows_format`): JSON ``{"columns", "rows"}``
-    with exact numbers (:mod:`provkg.api.json_values`), or CSV."""
+    with exact numbers (:mod:`provkg.service.json_values`), or CSV."""
     if media == "text/csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")

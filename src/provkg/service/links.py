@@ -25,9 +25,9 @@ __all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_va
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
                when: float | None = None, base: str = DEFAULT_BASE) -> str:
-    """Say that captured value ``value_id`` denotes ``target``: the value with that id, or
-    else every value captured at that location URI (the same data captured more than once,
-    e.g. read by two runs, is one file in the domain KG).
+    """Say that captured value ``value_id`` denotes ``target``: every value captured at that
+    location URI (the same data captured more than once, e.g. read by two runs, is one file
+    in the domain KG), or else the value with that id.
 
     Returns the IRI of the ``provkg:LinkAssertion`` recording who (``agent``, default the
     user running this), when (``when``, seconds since the epoch, default now) and which
@@ -37,8 +37,14 @@ def link_value(store: Store, value_id: str, target: str, *, agent: str | None = 
         BadParameter: ``target`` is not an absolute IRI.
         NotFound: the store holds no value with that id or location.
     """
+    return _link(store, find_values(store, value_id, base=base), value_id, target,
+                 agent=agent, when=when, base=base)
+
+
+def _link(store: Store, values: list[str], value_id: str, target: str, *, agent: str | None,
+          when: float | None, base: str) -> str:
+    """Record the link of ``values`` (found for ``value_id``) to ``target``; the assertion's IRI."""
     target_term = iri(target)
-    values = find_values(store, value_id, base=base)
     who = agent or os.environ.get("USER") or getpass.getuser()
     at = time.time() if when is None else when
     stamp = datetime_literal(at)
@@ -54,8 +60,8 @@ def link_value(store: Store, value_id: str, target: str, *, agent: str | None = 
 
 
 def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> list[str]:
-    """The term of the captured value with this id, or else the terms of every value
-    captured with this location, sorted.
+    """The terms of every value captured at this location URI, sorted, or else the term of
+    the captured value with this id.
 
     Raises:
         NotFound: none."""
@@ -85,8 +91,9 @@ def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, st
 def cmd_link(args: argparse.Namespace) -> int:
     """``provkg link VALUE_ID IRI [--agent WHO]``."""
     with open_store(args.store) as store:
-        assertion = link_value(store, args.value_id, args.target, agent=args.agent)
         values = find_values(store, args.value_id)
+        assertion = _link(store, values, args.value_id, args.target, agent=args.agent, when=None,
+                          base=DEFAULT_BASE)
     names = [id_from_iri(v[1:-1], "value") or v[1:-1] for v in values]
     what = names[0] if len(names) == 1 else f"{len(names)} values captured at {args.value_id} ({', '.join(names)})"
     print(f"linked {what} -> {args.target} (recorded as {assertion})")

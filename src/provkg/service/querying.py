@@ -19,7 +19,9 @@ from typing import Any
 from provkg.errors import BadParameter
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
+from provkg.service.json_values import json_cell
 from provkg.store import Rows, Store, open_store, store_dialect
+from provkg.store.base import SPARQL_NOISE
 from provkg.term import Triple, iri, is_valid_iri, literal, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV, PROVLAKE, XSD
 
@@ -37,9 +39,6 @@ __all__ = [
 _READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
 _UPDATE_WORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
                  "WITH")
-# comments, strings and IRIs blanked before looking at keywords
-_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
-                    r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
 _PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[\w\-.]*:\s*<>|BASE\s*<>)\s*)*", re.IGNORECASE)
 
 
@@ -104,7 +103,7 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
 
 def query_form(text: str) -> str:
     """The form of a SPARQL request: SELECT, ASK, CONSTRUCT, DESCRIBE, or UPDATE."""
-    body = _PROLOGUE.sub("", _NOISE.sub(lambda m: "<>" if m.group(0).startswith("<") else " ", text))
+    body = _PROLOGUE.sub("", SPARQL_NOISE.sub(lambda m: "<>" if m.group(0).startswith("<") else " ", text))
     word = re.match(r"\s*([A-Za-z]+)", body)
     first = word.group(1).upper() if word else ""
     if first in _READ_FORMS:
@@ -128,7 +127,7 @@ def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows
     if form == "UPDATE":
         raise BadParameter("read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, ...) "
                            "are refused here; load data with `provkg load` / `provkg ingest`")
-    if re.search(r"\bSERVICE\b", _NOISE.sub(" ", text), re.IGNORECASE):
+    if re.search(r"\bSERVICE\b", SPARQL_NOISE.sub(" ", text), re.IGNORECASE):
         raise BadParameter("read-only: SERVICE (federated queries) is refused; it would make "
                            "the store fetch other URLs")
     if form == "SELECT":
@@ -148,9 +147,10 @@ def _plain(value: Any) -> Any:
 def format_rows(rows: Rows, fmt: str) -> str:
     """Rows as ``json`` (``{"columns": [...], "rows": [[...]]}``, numbers as numbers), ``csv``,
     or a ``table`` for people."""
-    if fmt == "json":
+    if fmt == "json":  # strict JSON: NaN / Infinity as the API writes them; integers exact
         return json.dumps({"columns": rows.columns,
-                           "rows": [[_plain(v) for v in r] for r in rows.rows]})
+                           "rows": [[json_cell(_plain(v)) for v in r] for r in rows.rows]},
+                          allow_nan=False)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -197,7 +197,11 @@ def _parse_param_args(items: list[str]) -> dict[str, object]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise BadParameter(f"--param expects NAME=VALUE, got {item!r}")
-        params[key.strip()] = value
+        key = key.strip()
+        if key in params:  # as the API: not the last one silently winning
+            raise BadParameter(f"parameter {key!r} given more than once (--param {key}=...); "
+                               "give each parameter once")
+        params[key] = value
     return params
 
 
@@ -225,15 +229,20 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_sparql(args: argparse.Namespace) -> int:
     """``provkg sparql FILE.rq`` (``-`` for stdin): read-only."""
     if args.file == "-":
-        text = sys.stdin.read()
+        data, name = sys.stdin.buffer.read(), "standard input"
     else:
         try:
-            with open(args.file, encoding="utf-8") as f:
-                text = f.read()
+            with open(args.file, "rb") as f:
+                data, name = f.read(), args.file
         except OSError as exc:
             from provkg.errors import NotFound
 
             raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadParameter(f"{name}: not UTF-8 text (byte {exc.start}); a SPARQL query is "
+                           "UTF-8 text") from None
     query_form(text)  # refuse non-queries before opening the store
     with open_store(args.store, existing=True) as store:
         result = run_sparql(store, text)

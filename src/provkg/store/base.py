@@ -171,7 +171,7 @@ class Store(ABC):
 # -- values ------------------------------------------------------------------
 
 _XSD = XSD.namespace
-_INTEGER_TYPES = {_XSD + t for t in (
+INTEGER_TYPES = {_XSD + t for t in (
     "integer", "long", "int", "short", "byte", "nonNegativeInteger", "positiveInteger",
     "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
     "unsignedByte")}
@@ -211,7 +211,7 @@ def python_value(kind: str, value: str, datatype: str | None = None) -> object:
     if kind != "literal" or datatype is None:
         return value
     try:
-        if datatype in _INTEGER_TYPES:
+        if datatype in INTEGER_TYPES:
             return int(value)
         if datatype in _FLOAT_TYPES:
             return float(_SPECIAL_FLOATS.get(value.strip(), value))
@@ -344,9 +344,9 @@ _LINE_COLUMN = [
 ]
 
 
-#: what may hide the word FROM in a query: comments, IRIs, string literals (long ones first)
-_NOT_KEYWORDS = re.compile(r"""'\'\'\'(?:[^\\]|\\.)*?\'\'\'|\"\"\"(?:[^\\]|\\.)*?\"\"\"|'(?:[^'\\\n]|\\.)*'"""
-                           r"""|"(?:[^"\\\n]|\\.)*"|<[^<>"{}|^`\\\s]*>|\#[^\n]*""")
+#: what hides SPARQL keywords: comments, long and short strings, IRIs (blanked before a scan)
+SPARQL_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                          r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
 _FROM = re.compile(r"(?<![\w?$:])FROM(?![\w:])", re.IGNORECASE)
 
 
@@ -359,7 +359,7 @@ def has_dataset_clause(query: str) -> bool:
     >>> has_dataset_clause('SELECT ?from WHERE { ?s <http://ex.org/from> "FROM" } # FROM')
     False
     """
-    return _FROM.search(_NOT_KEYWORDS.sub(" ", query)) is not None
+    return _FROM.search(SPARQL_NOISE.sub(" ", query)) is not None
 
 
 def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:

@@ -25,15 +25,11 @@ from typing import Any
 
 import orjson
 
-from provkg.store.base import python_value
+from provkg.store.base import INTEGER_TYPES, python_value
 
 __all__ = ["NON_FINITE", "json_cell", "orjson_cell", "rows_json", "term_value"]
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
-_INTEGER_TYPES = {_XSD + t for t in (
-    "integer", "long", "int", "short", "byte", "nonNegativeInteger", "positiveInteger",
-    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
-    "unsignedByte")}
 _DOUBLE_TYPES = {_XSD + "double", _XSD + "float"}
 _DECIMAL = _XSD + "decimal"
 _BOOLEAN = _XSD + "boolean"
@@ -104,7 +100,7 @@ def term_value(term: dict[str, Any] | None) -> object:
     datatype = term.get("datatype")
     if kind != "literal" or datatype is None:
         return python_value(kind, value, datatype)
-    if datatype in _INTEGER_TYPES:
+    if datatype in INTEGER_TYPES:
         return _integer(value)
     if datatype in _DOUBLE_TYPES:
         return _double(value)
