@@ -34,7 +34,7 @@ from typing import Any
 
 from provkg.capture.encoding import encode_event, encode_events, expand_events, loads_exact
 from provkg.capture.report import logger, report_once
-from provkg.capture.sink import Sink, SinkRejected
+from provkg.capture.sink import Sink, send_in_halves
 from provkg.capture.spool import Spool
 
 __all__ = ["Emitter"]
@@ -352,30 +352,24 @@ class Emitter:
         sent in halves, down to single events: only an event refused on its own is set aside
         (``rejected/``). Returns what was not delivered (the sink is away), in order: the caller
         spools it."""
-        parts = [batch] if batch else []  # a stack: the next part to send is the last
-        while parts:
+        def before(parts: list[list[Any]]) -> bool:
             self._inflight = parts.copy()  # what close() spools if it gives up on this thread
-            if self._abandoned:  # ... it did: what this thread holds is spooled already
-                return []
-            part = parts.pop()
-            try:
-                if self._send_lines is not None:
-                    self._send_lines(part, run_id=self.run_id)
-                else:
-                    self.sink.send(part)
-            except SinkRejected as exc:
-                if exc.divisible and len(part) > 1:
-                    mid = len(part) // 2
-                    parts += (part[mid:], part[:mid])
-                else:
-                    self._rejected(_as_lines(part), exc)
-            except BaseException as exc:  # a custom sink's CancelledError is a failure like any other
-                self._failed(exc)
-                parts.append(part)
-                return _flat(parts)  # still in ``_inflight`` until the caller spooled it
+            return self._abandoned  # ... it did: what this thread holds is spooled already
+
+        def deliver(part: list[Any]) -> None:
+            if self._send_lines is not None:
+                self._send_lines(part, run_id=self.run_id)
             else:
-                self._delivered(len(part))
-        return []
+                self.sink.send(part)
+
+        # a custom sink's CancelledError is a failure like any other
+        unsent, failure = send_in_halves(
+            batch, deliver, refused=lambda part, exc: self._rejected(_as_lines(part), exc),
+            delivered=lambda part: self._delivered(len(part)), before=before,
+            failures=BaseException)
+        if failure is not None:
+            self._failed(failure)  # ``unsent`` stays in ``_inflight`` until the caller spooled it
+        return unsent
 
     def _replay_oldest(self) -> None:
         segment = self.spool.oldest()

@@ -22,7 +22,7 @@ from typing import Any
 
 from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
-from provkg.capture.sink import SinkRejected, open_sink
+from provkg.capture.sink import SinkRejected, open_sink, send_in_halves
 from provkg.capture.spool import spool_segments
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
 
@@ -98,24 +98,16 @@ def _send(sink: Any, send_lines: Any, batch: list[_Item], refused: list[tuple[by
     """Deliver ``batch``, in halves where the receiver refuses a part as too large or for its
     events (down to single events, which are set aside in ``refused``). Returns what was not
     delivered, in order, and why (None: everything was delivered or set aside)."""
-    parts = [batch] if batch else []  # a stack: the next part to send is the last
-    while parts:
-        part = parts.pop()
-        try:
-            _deliver(sink, send_lines, part)
-        except SinkRejected as exc:
-            if exc.divisible and len(part) > 1:
-                mid = len(part) // 2
-                parts += (part[mid:], part[:mid])
-                continue
-            refused.extend((line, str(exc)) for line, _, _ in part)
-            report.rejected += len(part)
-        except Exception as exc:
-            parts.append(part)
-            return [item for p in reversed(parts) for item in p], exc
-        else:
-            report.events += len(part)
-    return [], None
+    def set_aside(part: list[_Item], exc: SinkRejected) -> None:
+        refused.extend((line, str(exc)) for line, _, _ in part)
+        report.rejected += len(part)
+
+    def delivered(part: list[_Item]) -> None:
+        report.events += len(part)
+
+    unsent, failure = send_in_halves(batch, lambda part: _deliver(sink, send_lines, part),
+                                     refused=set_aside, delivered=delivered)
+    return unsent, failure  # type: ignore[return-value]
 
 
 def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "SINK_SCHEMES"]
+__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "send_in_halves", "SINK_SCHEMES"]
 
 
 @runtime_checkable
@@ -49,6 +49,40 @@ class SinkRejected(Exception):
     def divisible(self) -> bool:
         """Whether a part of the batch may pass where the whole did not."""
         return self.too_large or self.by_event
+
+
+def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
+                   refused: Callable[[list[Any], SinkRejected], object],
+                   delivered: Callable[[list[Any]], object],
+                   before: Callable[[list[list[Any]]], bool] | None = None,
+                   failures: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                   ) -> tuple[list[Any], BaseException | None]:
+    """Deliver ``batch`` with ``deliver(part)``. A part the receiver refuses as too large or
+    for what some of its items hold (:attr:`SinkRejected.divisible`) is sent in halves, down
+    to single items; ``refused(part, exc)`` gets what is refused on its own, ``delivered(part)``
+    what arrived. ``before(stack)`` sees the parts still to send (the next one last) before
+    each attempt and may return True to stop there. One of ``failures`` (the receiver is away)
+    stops the delivery: returns the items not delivered, in order, and the exception; else
+    ``([], None)``. The live sender and ``provkg replay`` share this."""
+    parts = [batch] if batch else []  # a stack: the next part to send is the last
+    while parts:
+        if before is not None and before(parts):
+            return [], None
+        part = parts.pop()
+        try:
+            deliver(part)
+        except SinkRejected as exc:
+            if exc.divisible and len(part) > 1:
+                mid = len(part) // 2
+                parts += (part[mid:], part[:mid])
+            else:
+                refused(part, exc)
+        except failures as exc:
+            parts.append(part)
+            return [item for p in reversed(parts) for item in p], exc
+        else:
+            delivered(part)
+    return [], None
 
 
 class MemorySink:
