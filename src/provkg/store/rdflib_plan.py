@@ -61,13 +61,17 @@ def _variables(expr: Any, out: set[Variable] | None = None) -> set[Variable]:
     return out
 
 
+def _bgp_variables(bgp: CompValue) -> set[Variable]:
+    return {t for triple in bgp.triples for t in triple if isinstance(t, Variable)}
+
+
 def _triple_scope(node: Any) -> set[Variable] | None:
     """The variables of a pattern made only of triples (BGPs, joins of them, filters over
     their own variables), or None if it is anything else."""
     if not isinstance(node, CompValue):
         return None
     if node.name == "BGP":
-        return {t for triple in node.triples for t in triple if isinstance(t, Variable)}
+        return _bgp_variables(node)
     if node.name == "Join":
         left, right = _triple_scope(node.p1), _triple_scope(node.p2)
         return None if left is None or right is None else left | right
@@ -95,7 +99,7 @@ def _certain(node: Any) -> set[Variable]:
     if not isinstance(node, CompValue):
         return set()
     if node.name == "BGP":
-        return {t for triple in node.triples for t in triple if isinstance(t, Variable)}
+        return _bgp_variables(node)
     if node.name == "Join":
         return _certain(node.p1) | _certain(node.p2)
     if node.name in ("Filter", "Extend"):  # a BIND that fails leaves its variable unbound
@@ -197,7 +201,7 @@ def _order(node: Any, bound: set[Variable]) -> set[Variable]:
         return set()
     if node.name == "BGP":
         node["triples"] = _reorder(node.triples, bound)
-        return bound | {t for triple in node.triples for t in triple if isinstance(t, Variable)}
+        return bound | _bgp_variables(node)
     if node.name == "Join":
         after = _order(node.p1, bound)
         right = _order(node.p2, after if node.lazy else bound)
