@@ -49,6 +49,25 @@ def test_generated_values_of_nested_task_ids_stay_apart():
     assert f"<{mint_iri('value', 'job/train/loss')}>" in values
 
 
+def _used_task(tid: str, name: str, used: list[dict], run: str = "r") -> list[dict]:
+    return [{"type": "task", "event": "begin", "id": tid, "time": T0, "workflow_id": run,
+             "transformation": name, "used": used},
+            {"type": "task", "event": "end", "id": tid, "time": T0 + 1, "workflow_id": run,
+             "transformation": name, "status": "finished"}]
+
+
+def test_a_task_id_ending_in_used_does_not_merge_its_values_with_its_parents_inputs():
+    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "w"},
+              *_used_task("job", "train", [{"name": "lr", "value": 0.1}]),
+              *_task("job/used", "train", [{"name": "lr", "value": 0.9}]),
+              *_task("%75sed", "train", [{"name": "lr", "value": 0.7}]),
+              *_task("used", "train", [{"name": "lr", "value": 0.3}])]
+    for schema in ("typed", "sprov"):
+        values = _subjects_with(map_events(events, {"w": spec}, schema=schema), "#value")
+        assert len(values) == 4 and all(len(v) == 1 for v in values.values()), (schema, values)
+
+
 def test_spec_elements_with_slashes_stay_apart():
     spec = parse_spec(SPEC)
     labels = _subjects_with(map_spec(spec), "#label")

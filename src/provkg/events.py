@@ -282,15 +282,26 @@ _EVENT = TypeAdapter(Event)
 
 
 def default_value_id(task_id: str, name: str, *, used: bool) -> str:
-    """The id of a value the client sent without one (design decision S4). A '/' or '%' in
-    the name is percent-encoded, so task ``job`` generating ``train/loss`` and task
-    ``job/train`` generating ``loss`` stay two values.
+    """The id of a value the client sent without one (design decision S4): the task id, then
+    ``used/`` for a value the task used, then the name. Different (task, name, side) never
+    give the same id:
+
+    * a '/' or '%' in the name is percent-encoded, so task ``job`` generating ``train/loss``
+      and task ``job/train`` generating ``loss`` stay two values;
+    * in the task id, '%' is encoded and a last segment ``used`` is written ``%75sed``, so
+      task ``job/used`` generating ``lr`` and task ``job`` using ``lr`` stay two values.
 
     >>> default_value_id("job", "train/loss", used=False), default_value_id("t", "lr", used=True)
     ('job/train%2Floss', 't/used/lr')
+    >>> default_value_id("job/used", "lr", used=False)
+    'job/%75sed/lr'
     """
     if "/" in name or "%" in name:
         name = name.replace("%", "%25").replace("/", "%2F")
+    if "%" in task_id:
+        task_id = task_id.replace("%", "%25")
+    if task_id == "used" or task_id.endswith("/used"):
+        task_id = task_id[:-4] + "%75sed"
     return f"{task_id}/used/{name}" if used else f"{task_id}/{name}"
 
 
