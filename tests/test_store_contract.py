@@ -313,6 +313,19 @@ def test_xsd_integer_is_not_a_double() -> None:  # guards the converter every ba
     assert python_value("literal", "abc", XSD.integer) == "abc"
 
 
+def test_ill_typed_and_out_of_range_literals_keep_their_text() -> None:
+    from provkg.store.base import python_value
+
+    assert python_value("literal", "yes", XSD.boolean) == "yes"
+    assert python_value("literal", " 0", XSD.boolean) is False
+    assert python_value("literal", "1", XSD.boolean) is True
+    big = "1" + "0" * 400
+    assert python_value("literal", big, XSD.decimal) == big
+    assert python_value("literal", "-" + big + ".5", XSD.decimal) == "-" + big + ".5"
+    assert python_value("literal", "2.5", XSD.decimal) == 2.5
+    assert python_value("literal", "1e400", XSD.double) == float("inf")  # XSD 1.1: rounds to INF
+
+
 def test_virtuoso_authenticated_endpoint(virtuoso_server) -> None:  # type: ignore[no-untyped-def]
     url = f"{virtuoso_server.store_url}?user=dba&password={virtuoso_server.password}"
     with open_store(url) as store:

@@ -32,7 +32,6 @@ __all__ = ["NON_FINITE", "json_cell", "orjson_cell", "rows_json", "term_value"]
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _DOUBLE_TYPES = {_XSD + "double", _XSD + "float"}
 _DECIMAL = _XSD + "decimal"
-_BOOLEAN = _XSD + "boolean"
 
 #: the strings standing for the doubles JSON has no number for
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -106,9 +105,6 @@ def term_value(term: dict[str, Any] | None) -> object:
         return _double(value)
     if datatype == _DECIMAL:
         return _decimal(value)
-    if datatype == _BOOLEAN:
-        word = value.strip()
-        return True if word in ("true", "1") else False if word in ("false", "0") else value
     return python_value(kind, value, datatype)
 
 

@@ -177,6 +177,7 @@ INTEGER_TYPES = {_XSD + t for t in (
     "unsignedByte")}
 _FLOAT_TYPES = {_XSD + "double", _XSD + "float", _XSD + "decimal"}
 _SPECIAL_FLOATS = {"INF": "inf", "+INF": "inf", "-INF": "-inf", "NaN": "nan"}
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 _DATETIME = re.compile(r"(-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
 
 
@@ -214,11 +215,15 @@ def python_value(kind: str, value: str, datatype: str | None = None) -> object:
         if datatype in INTEGER_TYPES:
             return int(value)
         if datatype in _FLOAT_TYPES:
-            return float(_SPECIAL_FLOATS.get(value.strip(), value))
+            x = float(_SPECIAL_FLOATS.get(value.strip(), value))
+            if datatype == _XSD + "decimal" and abs(x) == float("inf"):
+                return value  # a decimal beyond a double's range: exact text, not inf
+            return x
     except ValueError:
         return value  # ill-typed literal: keep what the data says
     if datatype == XSD.boolean:
-        return value.strip() in ("true", "1")
+        b = _BOOLEANS.get(value.strip())
+        return value if b is None else b  # ill-typed ("yes"): the text, not False
     if datatype == XSD.dateTime:
         return canonical_datetime(value)
     return value
