@@ -118,6 +118,24 @@ def test_a_spec_registered_after_its_events_retypes_them(store: Store) -> None:
     assert later == everything(store)
 
 
+def test_a_spec_registered_after_its_events_completes_their_sprov_graph(store: Store) -> None:
+    """S-PROV takes parameter classes and adaptation changes from the spec: a spec that
+    comes after the events adds them, giving the graph the events would have given."""
+    events, spec = lifecycle_events(trainings=2), lifecycle_spec()
+    ingest_events(store, events, schema="sprov")
+    assert not store.ask(PREFIX + "ASK { ?c a s-prov:Change }")
+    register_spec(store, spec, schema="sprov")
+    later = everything(store)
+    store.clear()
+    ingest_events(store, events, specs=[spec], schema="sprov")
+    on_time = everything(store)
+    assert store.ask(PREFIX + "ASK { ?i s-prov:qualifiedChange ?c . ?c a s-prov:Change ; prov:atTime ?t }")
+    assert store.ask(PREFIX + "ASK { ?v a s-prov:ComponentParameters }")
+    assert later - on_time == set() and on_time - later == set()
+    register_spec(store, spec, schema="sprov")  # again: nothing new
+    assert everything(store) == on_time
+
+
 def test_tasks_stored_before_their_run_are_mapped_when_it_arrives(store: Store) -> None:
     events, spec = lifecycle_events(trainings=1), lifecycle_spec()
     tasks = [e for e in events if e["type"] == "task"]

@@ -45,10 +45,10 @@ from provkg.mapper.common import (
 )
 from provkg.mapper.terms import LABEL, PK, PL, PO, SP, A, P
 from provkg.spec import Spec
-from provkg.term import Triple, literal
+from provkg.term import Triple, id_from_iri, literal
 from provkg.vocab import XSD
 
-__all__ = ["map_task_event", "map_workflow_event", "prospective_triples"]
+__all__ = ["late_spec_update", "map_task_event", "map_workflow_event", "prospective_triples"]
 
 _PARAMETER_ROLES = ("hyperparameter", "model_hyperparameter")
 
@@ -196,3 +196,83 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
     for v in generated:
         vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(e["id"], v["name"], used=False))
         out += [(inst, SP.wasChangedWith, vt), (change, P.entity, vt)]
+
+
+# -- a spec registered after its events ----------------------------------------------------
+
+
+def late_spec_update(spec: Spec, adaptations: list[tuple[str, str, str, str, str, list[str]]],
+                     *, mint: Minter) -> str:
+    """SPARQL Update giving events stored before ``spec`` was known what the spec adds in
+    S-PROV, so the final graph is the one the events would have given with the spec:
+
+    * a value a component used or generated under a hyperparameter role becomes
+      ``s-prov:ComponentParameters`` (and stops being ``s-prov:Data`` unless some other use
+      of it is not a parameter);
+    * each ended adaptation task gets its ``s-prov:Change`` on the component instance it
+      changed (:func:`_changed_component`).
+
+    ``adaptations`` are the stored adaptation invocations of the spec's workflow, found by
+    :func:`adaptation_invocations_query`: (task IRI, its instance IRI, run IRI, run id,
+    process IRI, names of its generated values), IRIs without brackets.
+    """
+    params = [(mint.spec(spec.workflow, t.name), literal(a.name)) for t in spec.transformations
+              for a in [*t.used, *t.generated] if a.role in _PARAMETER_ROLES]
+    parts = []
+    if params:
+        rows = " ".join(f"({c} {n})" for c, n in params)
+        occurrence = (f"{{ ?t {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?t }} "
+                      f"?t {A} {SP.Invocation} ; {P.wasAssociatedWith} ?i . ?i {P.actedOnBehalfOf} ?c . "
+                      f"?v {LABEL} ?n .")
+        parts.append(f"INSERT {{ ?v {A} {SP.ComponentParameters} }} "
+                     f"WHERE {{ VALUES (?c ?n) {{ {rows} }} {occurrence} }}")
+        # Data stays when the value has a use that is not a parameter (a run's, another stage's)
+        parts.append(
+            f"DELETE {{ ?v {A} {SP.Data} }} WHERE {{ VALUES (?c ?n) {{ {rows} }} {occurrence} "
+            f"?v {A} {SP.Data} . FILTER NOT EXISTS {{ "
+            f"{{ ?o {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?o }} "
+            f"FILTER NOT EXISTS {{ VALUES (?c2 ?n2) {{ {rows} }} ?o {A} {SP.Invocation} ; "
+            f"{P.wasAssociatedWith} ?i2 . ?i2 {P.actedOnBehalfOf} ?c2 . ?v {LABEL} ?n2 }} }} }}")
+    changes = []
+    for task, inst, run, run_id, proc, names in adaptations:
+        task_id = id_from_iri(task, "task", base=mint.base)
+        adaptation = _adaptation_name(spec, inst, run_id, mint)
+        if task_id is None or adaptation is None:
+            continue
+        target = _changed_component(spec, adaptation, names)
+        own = mint.other("instance", run_id, adaptation)[:-1]  # without '>': host / pid follow
+        target_inst = mint.other("instance", run_id, target)[:-1] + inst[len(own) - 1:] + ">"
+        changes.append(f"(<{task}> {mint.other('change', task_id)} {target_inst} "
+                       f"{mint.spec(spec.workflow, target)} <{proc}> <{run}>)")
+    if changes:
+        parts.append(
+            f"INSERT {{ ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
+            f"{P.atLocation} ?proc ; {SP.qualifiedChange} ?change ; {SP.hasChanged} {literal(True)} ; "
+            f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst . "
+            f"?change {A} {SP.Change} ; {P.hadActivity} ?task ; {P.atTime} ?time ; {P.entity} ?v }} "
+            f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run) {{ {' '.join(changes)} }} "
+            f"?v {P.wasGeneratedBy} ?task . OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
+    return " ;\n".join(parts) if parts else "INSERT DATA { }"
+
+
+def adaptation_invocations_query(spec: Spec, *, mint: Minter) -> str | None:
+    """SELECT ?task ?inst ?run ?rid ?proc ?name: the ended invocations of ``spec``'s
+    adaptation transformations and the names of what they generated (None: no adaptation)."""
+    components = " ".join(mint.spec(spec.workflow, t.name) for t in spec.transformations
+                          if t.kind == "adaptation")
+    if not components:
+        return None
+    return (f"SELECT ?task ?inst ?run ?rid ?proc ?name WHERE {{ VALUES ?c {{ {components} }} "
+            f"?inst {P.actedOnBehalfOf} ?c ; {P.atLocation} ?proc . "
+            f"?task {P.wasAssociatedWith} ?inst ; {A} {SP.Invocation} ; {SP.lastEventTime} ?end . "
+            f"?v {P.wasGeneratedBy} ?task ; {LABEL} ?name . "
+            f"?run {P.wasAssociatedWith} ?inst ; {A} {SP.WFExecution} ; {SP.workflowId} ?rid }}")
+
+
+def _adaptation_name(spec: Spec, inst: str, run_id: str, mint: Minter) -> str | None:
+    """Which of ``spec``'s adaptations instance ``inst`` (an IRI) of run ``run_id`` runs."""
+    for t in spec.transformations:
+        own = mint.other("instance", run_id, t.name)[1:-1]
+        if t.kind == "adaptation" and (inst == own or inst.startswith(own + "/")):
+            return t.name
+    return None

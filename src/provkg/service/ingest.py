@@ -11,7 +11,8 @@ the API and the demo call::
 
 Order does not matter (design decision S3): a task whose run is not known yet is kept
 pending (in memory, then as a pending record in the store) until the run's workflow
-event arrives; a spec registered after its events re-types what was stored plain.
+event arrives; a spec registered after its events re-types what was stored plain (typed)
+or adds the parameter classes and adaptation changes it implies (S-PROV).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from urllib.parse import unquote
 import orjson
 
 from provkg.errors import BadEvent, BadSpec, MappingError
-from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, typed
+from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, sprov, typed
+from provkg.mapper.common import Minter
 from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, PML, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
@@ -86,7 +88,8 @@ class IngestReport:
 def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str = DEFAULT_BASE) -> int:
     """Write ``spec``'s prospective triples; in typed mode also re-type what was stored
     before the spec was known (plain executions and values of that workflow get the
-    PROV-ML classes their kind and role imply). Idempotent. Returns triples written.
+    PROV-ML classes their kind and role imply), in S-PROV mode add the parameter classes
+    and adaptation changes the spec implies. Idempotent. Returns triples written.
 
     Raises:
         MappingError: unknown schema.  StoreError: the store refused the data.
@@ -98,6 +101,8 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     n = store.add(map_spec(spec, schema=schema, base=base))
     if schema == "typed":
         store.update(_retype_update(spec, base=base))
+    elif schema == "sprov":
+        store.update(_sprov_late_update(store, spec, base=base))
     # the spec itself, for later sessions that are not given it (stored_specs)
     store.update(f"DELETE {{ {wf} {PK.specDocument} ?d }} WHERE {{ {wf} {PK.specDocument} ?d "
                  f"FILTER(!sameTerm(?d, {document})) }}")
@@ -174,6 +179,18 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
                      f"WHERE {{ VALUES ?a {{ {attributes} }} VALUES ?c {{ {' '.join(_TYPED_VALUES)} }} "
                      f"?v {P.wasDerivedFrom} ?a ; {A} ?c }}")
     store.update(" ;\n".join(parts))
+
+
+def _sprov_late_update(store: Store, spec: Spec, *, base: str) -> str:
+    """SPARQL Update adding what ``spec`` says about its workflow's already-stored S-PROV
+    events (parameters, adaptation changes): :func:`provkg.mapper.sprov.late_spec_update`."""
+    mint = Minter(base)
+    query = sprov.adaptation_invocations_query(spec, mint=mint)
+    tasks: dict[tuple[str, ...], list[str]] = {}
+    if query is not None:
+        for task, inst, run, rid, proc, name in store.select(query).rows:
+            tasks.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
+    return sprov.late_spec_update(spec, [(*key, names) for key, names in tasks.items()], mint=mint)
 
 
 def _retype_update(spec: Spec, *, base: str) -> str:
