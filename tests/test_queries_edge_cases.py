@@ -259,6 +259,20 @@ def test_q2_pairs_each_tile_size_with_the_noise_threshold_of_the_same_cut(store,
     assert sorted(rows) == [[16, 0.1, 10, 20], [32, 0.3, 10, 20]]
 
 
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q2_has_no_row_for_a_model_whose_lineage_holds_no_selection(store, schema):
+    fit = parse_spec(LEARNING)
+    t0 = 1_700_000_000.0
+    common = {"type": "task", "id": "fit3", "workflow_id": "f", "transformation": "training"}
+    events = [{"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"},
+              {**common, "event": "begin", "time": t0, "used": [{"name": "train_set", "id": "ds3"}]},
+              {**common, "event": "end", "time": t0 + 1, "status": "finished",
+               "generated": [{"name": "model", "id": "m3"}]}]
+    store.add([*map_spec(fit, schema=schema), *map_events(events, {"fit": fit}, schema=schema)])
+    assert run_query(store, "q2", {"model": "m3"}, schema=schema).rows == []
+    assert run_query(store, "q2", {"model": "no-such-model"}, schema=schema).rows == []
+
+
 SECTIONED = LEARNING + """\
   - name: epoch
     kind: section

@@ -147,9 +147,12 @@ def _tiling() -> str:
 
 
 def q2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    columns = [var for var, _ in _SELECTION]
     where = [*_trained_on(values_block({"model": t["model"]}), schema), _tiling(),
-             _selection("seis:noiseThreshold", "?noise_threshold"), _slice_range()]
-    return select([var for var, _ in _SELECTION], where, distinct=True)
+             _selection("seis:noiseThreshold", "?noise_threshold"), _slice_range(),
+             # a model whose lineage holds none of them has no row (not one row of nulls)
+             "FILTER(" + " || ".join(f"BOUND({c})" for c in columns) + ")"]
+    return select(columns, where, distinct=True)
 
 
 def _trainings_on(t: dict[str, str], schema: str) -> Where:
