@@ -214,23 +214,50 @@ def test_the_spec_file_and_events_agree_with_json_specs(tmp_path: Path) -> None:
         assert store.ask(PREFIX + 'ASK { ?t provlake:tag "TrainingSection" }')
 
 
-def test_the_events_before_a_bad_line_are_stored_and_the_error_says_so(tmp_path: Path, capsys) -> None:
+def test_a_bad_line_is_skipped_every_other_event_stored_and_the_error_says_so(tmp_path: Path, capsys) -> None:
     events = lifecycle_events(trainings=1)
     k = len(events) // 2  # far fewer than a chunk (5000): the bad line is in the first one
     path = tmp_path / "bad.jsonl"
     path.write_bytes(_jsonl(events[:k]) + b"{broken\n" + _jsonl(events[k:]))
     store = f"oxigraph:{tmp_path / 'db'}"
     assert main(["ingest", str(path), "--store", store]) == 1
-    assert capsys.readouterr().err == (
-        f"error: {path}:{k + 1}: not JSON (unexpected character, expected a string key); events "
-        f"before line {k + 1} were stored; fix line {k + 1} and run again: re-ingesting adds no "
-        "triple\n")
+    out, err = capsys.readouterr()
+    assert err.splitlines()[-1] + "\n" == (
+        f"error: {path}:{k + 1}: not JSON (unexpected character, expected a string key); that "
+        "line was skipped and every other event stored; fix it and run again: re-ingesting adds "
+        "no triple\n")
+    assert f"{len(events):,} events" in out  # the report of what was stored comes first
     with open_store("memory:") as reference:
-        (tmp_path / "before.jsonl").write_bytes(_jsonl(events[:k]))
-        ingest_paths(reference, [tmp_path / "before.jsonl"], progress=False)
+        (tmp_path / "good.jsonl").write_bytes(_jsonl(events))
+        ingest_paths(reference, [tmp_path / "good.jsonl"], progress=False)
         expected = reference.count()
     with open_store(store) as stored:
         assert stored.count() == expected > 0
+
+
+def test_every_bad_line_of_every_file_is_named_and_the_other_files_are_stored(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: the first bad line stopped the ingest, so later good lines
+    # and files were silently left out and only one problem was named per run
+    events = lifecycle_events(trainings=1)
+    k = len(events) // 2
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    no_time = {key: v for key, v in events[1].items() if key != "time"}
+    first.write_bytes(_jsonl(events[:1]) + _jsonl([no_time]) + _jsonl(events[2:k])
+                      + _jsonl([{**events[k], "time": "soon"}]) + _jsonl(events[k + 1:]))
+    second.write_bytes(_jsonl(lifecycle_events(trainings=1, run="run-2")))
+    store = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(first), str(second), "--store", store]) == 1
+    out, err = capsys.readouterr()
+    err = err[err.index("error: "):]  # after the warnings of the report of what was stored
+    assert err.startswith("error: 2 bad lines were skipped and every other event stored"), err
+    assert f"\n  {first}:2: time: " in err and f"\n  {first}:{k + 1}: time: " in err, err
+    assert "ingested 2 files" in out
+    with open_store("memory:") as reference:
+        good = [e for i, e in enumerate(events) if i not in (1, k)]
+        ingest_events(reference, [*good, *lifecycle_events(trainings=1, run="run-2")])
+        expected = reference.count()
+    with open_store(store) as stored:
+        assert stored.count() == expected
 
 
 def test_read_events_hands_over_the_events_before_a_bad_line_then_raises(tmp_path: Path) -> None:
@@ -257,11 +284,12 @@ def test_a_truncated_zst_file_is_an_error_like_a_truncated_gz(tmp_path: Path, cu
     path.write_bytes(whole[:-cut] if cut > 0 else whole[:1])
     assert main(["ingest", str(path), "--store", "memory:"]) == 1
     err = capsys.readouterr().err
+    err = err[err.index("error: "):]  # after the warnings of the report of what was stored
     assert err.startswith(f"error: {path}: the file is truncated (the zstd data ends inside "), err
     assert "restore the whole file" in err
     gz = tmp_path / "cut.jsonl.gz"
     gz.write_bytes(gzip.compress(_jsonl(events))[:-cut if cut > 0 else 1])
     assert main(["ingest", str(gz), "--store", "memory:"]) == 1
-    assert capsys.readouterr().err.startswith(f"error: {gz}: ")
+    assert f"\nerror: {gz}: " in "\n" + capsys.readouterr().err
     path.write_bytes(whole)  # the same file whole: fine
     assert main(["ingest", str(path), "--store", "memory:"]) == 0

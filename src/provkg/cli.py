@@ -99,7 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_load)
 
     # -- ingest / spec / links ---------------------------------------------
-    p = add("ingest", "map captured events (JSONL, .gz, .zst files or spool folders) into the store")
+    p = add("ingest", "map captured events (JSONL, .gz, .zst files or spool folders) into the store",
+            "Maps captured events (wire format v1) into the store, guided by the specs of\n"
+            "their workflows (--spec, or those registered before). Events may come in any\n"
+            "order and more than once: running it again adds no triple. A bad line is\n"
+            "skipped and named (file, line, field) at the end, after every other event is\n"
+            "stored; the exit status is then 1.\n\nexamples:\n"
+            "  provkg ingest provkg-spool/ --spec training.yaml\n"
+            "  provkg ingest run1.jsonl.zst run2.jsonl.gz --schema tagged --store oxigraph:tagged-db")
     _store_arg(p)
     p.add_argument("paths", nargs="+", metavar="FILE|DIR")
     p.add_argument("--spec", action="append", default=[], metavar="SPEC",

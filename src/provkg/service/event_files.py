@@ -141,7 +141,8 @@ def _read_errors() -> tuple[type[BaseException], ...]:
 
 def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                 on_bytes: Callable[[int], None] | None = None,
-                on_torn: Callable[[str], None] | None = None) -> Iterator[list[dict[str, Any]]]:
+                on_torn: Callable[[str], None] | None = None,
+                on_bad: Callable[[str], None] | None = None) -> Iterator[list[dict[str, Any]]]:
     """Yield lists of up to ``chunk`` events from one file, as plain dicts.
 
     ``validate`` checks each event against wire format v1 (errors name file and line);
@@ -152,7 +153,9 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
 
     On an error, the events read before the bad line are yielded first (a last, shorter
     list), then the error is raised: a caller that ingests each list it gets has stored
-    everything before the bad line, which the message says.
+    everything before the bad line, which the message says. With ``on_bad``, a bad line
+    is instead reported to it (``FILE:LINE: field: problem``) and skipped, and reading goes
+    on; only a file that cannot be read further (truncated, damaged) still raises.
 
     Raises:
         BadEvent: a line is not JSON or not a valid event (``FILE:LINE: field: problem``), or
@@ -176,18 +179,23 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                     lines = n
                     continue
                 try:
-                    obj = load_json(line, where=f"{path}:{n}: ")
-                except NotJson as exc:
-                    if line.endswith(b"\n"):  # complete, so not torn: a real error
-                        # the parser's reason without its "line 1 column ..." (one line here)
-                        raise BadEvent(f"{path}:{n}: not JSON ({exc.reason.split(':')[0]})") from None
-                    if truncated is not None:  # cut mid-line by the truncation: said below
-                        break
-                    if on_torn is not None:  # only the last line lacks its newline
-                        on_torn(f"{path}:{n}: last line is incomplete (no newline at the end of "
-                                "the file: a torn write?); skipped")
-                    continue
-                _collect(obj, batch, path, n, validate)
+                    try:
+                        obj = load_json(line, where=f"{path}:{n}: ")
+                    except NotJson as exc:
+                        if line.endswith(b"\n"):  # complete, so not torn: a real error
+                            # the parser's reason without its "line 1 column ..." (one line here)
+                            raise BadEvent(f"{path}:{n}: not JSON ({exc.reason.split(':')[0]})") from None
+                        if truncated is not None:  # cut mid-line by the truncation: said below
+                            break
+                        if on_torn is not None:  # only the last line lacks its newline
+                            on_torn(f"{path}:{n}: last line is incomplete (no newline at the end of "
+                                    "the file: a torn write?); skipped")
+                        continue
+                    _collect(obj, batch, path, n, validate)
+                except BadEvent as exc:
+                    if on_bad is None:
+                        raise
+                    on_bad(str(exc))  # the line is skipped whole; the file goes on
                 lines = n
                 if len(batch) >= chunk:
                     handed += len(batch)

@@ -668,36 +668,69 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
     ``progress`` shows a bar on stderr. ``validate=False`` skips the wire-format check
     (only for files provkg wrote).
 
+    A bad line does not stop the ingest: it is skipped, every other event of every file
+    is stored, and then one :class:`BadEvent` names each bad line (file, line, field) and
+    each file that could not be read to its end; its ``report`` attribute is the report of
+    what was stored.
+
     Raises:
-        NotFound: a path does not exist.  BadEvent: a bad line (file, line and field named).
+        NotFound: a path does not exist.  BadEvent: bad lines or unreadable files (above).
     """
     started = time.perf_counter()
     files = event_files(list(paths))
     ing = Ingestor(store, specs=specs, schema=schema, base=base, pipeline=True)
     torn: list[str] = []
+    bad_lines: list[str] = []
+    bad_files: list[str] = []
     bar = _progress_bar(total_bytes(files), enabled=progress)
     try:
         with _rare_collections():
-            try:
-                for f in files:
+            for f in files:
+                try:
                     for events in read_events(f, validate=validate, chunk=chunk, on_bytes=bar.update,
-                                              on_torn=torn.append):
+                                              on_torn=torn.append, on_bad=bad_lines.append):
                         ing.ingest(events)
                         bar.set_postfix_str(f"{ing.report.events:,} events, {ing.report.triples:,} "
                                             "triples", refresh=False)
-                    ing.report.files += 1
-            except BadEvent:
-                # the events before the bad line were handed over: store what the mapper
-                # still holds for them too (out-of-order tasks, open summaries), then stop
-                ing.finish()
-                raise
+                except BadEvent as exc:  # the file cannot be read further: the others still can
+                    bad_files.append(str(exc))
+                    continue
+                ing.report.files += 1
             report = ing.finish()
     finally:
         bar.close()
         ing.close()
     report.warnings = torn + report.warnings
     report.seconds = time.perf_counter() - started
+    if bad_lines or bad_files:
+        error = BadEvent(_bad_input_message(bad_lines, bad_files))
+        error.report = report  # type: ignore[attr-defined]
+        raise error
     return report
+
+
+#: bad lines named one by one in the error; the rest are counted
+_MAX_BAD_LINES_SHOWN = 20
+
+
+def _bad_input_message(bad_lines: list[str], bad_files: list[str]) -> str:
+    """One error for everything :func:`ingest_paths` skipped, saying what was stored."""
+    if len(bad_lines) == 1 and not bad_files:
+        return (f"{bad_lines[0]}; that line was skipped and every other event stored; fix it and "
+                "run again: re-ingesting adds no triple")
+    if not bad_lines and len(bad_files) == 1:
+        return bad_files[0]
+    parts = []
+    if bad_lines:
+        shown = bad_lines[:_MAX_BAD_LINES_SHOWN]
+        more = len(bad_lines) - len(shown)
+        parts.append(f"{len(bad_lines)} bad lines were skipped and every other event stored; fix "
+                     "them and run again (re-ingesting adds no triple):\n  " + "\n  ".join(shown)
+                     + (f"\n  ... and {more} more" if more else ""))
+    if bad_files:
+        parts.append(f"{len(bad_files)} files could not be read to their end:\n  "
+                     + "\n  ".join(bad_files))
+    return "\n".join(parts)
 
 
 def _progress_bar(total: int, *, enabled: bool) -> Any:
@@ -750,9 +783,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         # specs registered by earlier sessions (or the server), replaced by those given here
         specs = {s.workflow: s for s in [*stored_specs(store), *given]}
-        report = ingest_paths(store, args.paths, specs=specs, schema=args.schema,
-                              progress=sys.stderr.isatty())
+        try:
+            report = ingest_paths(store, args.paths, specs=specs, schema=args.schema,
+                                  progress=sys.stderr.isatty())
+        except BadEvent as exc:  # what was stored is reported too, then the error
+            stored = getattr(exc, "report", None)
+            if stored is not None:
+                _print_report(stored)
+            raise
+    _print_report(report)
+    return 0
+
+
+def _print_report(report: IngestReport) -> None:
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"ingested {report.files} files: {report}")
-    return 0
