@@ -180,7 +180,8 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("q6", "Given a training set, the seismic file it came from, its number of "
                     "slices, basin and field (PROV-ML Q6)", (_DATASET,),
                     ("seismic_file", "slices", "basin", "field"), build=L.q6),
-        CannedQuery("q7", "Minimum batch measure per model in training and validation, with its "
+        CannedQuery("q7", "Best batch measure per model in training and validation (the least "
+                    "loss; the greatest of a higher-is-better measure such as accuracy), with its "
                     "hyperparameters and evaluations, best models first (PROV-ML Q7)",
                     (_DATASET, _measure("loss")),
                     ("model", "training_min_batch_loss", "hyperparameters", "evaluations",

@@ -279,12 +279,14 @@ def q6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def _min_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: str,
-                       schema: str) -> str:
-    """The least ``measure`` over the batches of each stage execution, per ``key``:
-    batches aggregated per epoch first, then epochs per stage. Both branches carry ``key``
-    out, so the outer MIN needs no second walk from the anchor to the epochs (Q7 with
-    summaries: 300 fewer lookups per stage)."""
-    per_epoch = subquery([key, "?ep", f"(MIN(?bv) AS {out}_ep)"], [
+                       schema: str, *, least: bool = True) -> str:
+    """The best ``measure`` over the batches of each stage execution, per ``key``: the least
+    (``least``: loss), else the greatest (accuracy). Batches are aggregated per epoch first,
+    then epochs per stage. Both branches carry ``key`` out, so the outer aggregate needs no
+    second walk from the anchor to the epochs (Q7 with summaries: 300 fewer lookups per
+    stage)."""
+    agg, stat = ("MIN", "minValue") if least else ("MAX", "maxValue")
+    per_epoch = subquery([key, "?ep", f"({agg}(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section("?batch", "?ep", kind, schema),
         P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")],
@@ -292,10 +294,10 @@ def _min_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: 
     # epochs whose batches were kept only as a summary (spec ``granularity: summary``)
     summarised = subquery([key, "?ep", f"({out}_sv AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
-        P.section_summary("?ep", "?sum", measure="?measure", minValue=f"{out}_sv")])
+        P.section_summary("?ep", "?sum", measure="?measure", **{stat: f"{out}_sv"})])
     # HAVING: rdflib makes one empty group of an aggregate over no solution, which then
     # joined every model (a row per model for a measure no batch has)
-    return subquery([key, f"(MIN({out}_ep) AS {out})"], [union([per_epoch], [summarised])],
+    return subquery([key, f"({agg}({out}_ep) AS {out})"], [union([per_epoch], [summarised])],
                     group_by=[key], having=f"COUNT({out}_ep) > 0")
 
 
@@ -336,7 +338,9 @@ def _q7_where(t: dict[str, str], schema: str, min_batch) -> Where:  # type: igno
 
 
 def q7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+    least = lower_is_better(str(v["measure"]))
+
     def min_batch(anchor: Where, stage: str, kind: str, key: str, out: str) -> str:
-        return _min_batch_measure(anchor, stage, kind, key, out, schema)
+        return _min_batch_measure(anchor, stage, kind, key, out, schema, least=least)
 
     return _q7_columns(_q7_where(t, schema, min_batch), v)
