@@ -347,6 +347,48 @@ def test_q7_takes_the_best_batch_in_the_measure_s_direction(store, schema, granu
     assert [r[:2] for r in loss] == [[mint_iri("value", "m-b"), 0.1], [mint_iri("value", "m-a"), 0.2]]
 
 
+ADAPTIVE = SPEC + """\
+  - name: epoch
+    kind: section
+    of: training
+  - name: lr_change
+    kind: adaptation
+    used: [{name: technique}]
+    generated: [{name: learning_rate, role: hyperparameter}]
+"""
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_d6_finds_adaptations_made_inside_an_epoch_as_well_as_beside_it(store, schema):
+    # found by black-box testing: an adaptation captured with parent=<its epoch> was not found;
+    # one with parent=<training>, index=<epoch> was. A dependency on the previous epoch does
+    # not change the epoch it happened in
+    spec, t0 = parse_spec(ADAPTIVE), 1_700_000_000.0
+    events = _training("run", 0.1, 0.9, t0)[:-1]
+
+    def task(tid, name, *, parent, index=None, used=(), generated=(), deps=()):
+        extra = {k: v for k, v in (("index", index),) if v is not None}
+        common = {"type": "task", "id": tid, "workflow_id": "run", "transformation": name,
+                  "parent": parent, **extra}
+        return [{**common, "event": "begin", "time": t0 + 1, "used": list(used),
+                 "dependencies": list(deps)},
+                {**common, "event": "end", "time": t0 + 2, "status": "finished",
+                 "generated": list(generated)}]
+
+    for e in range(3):
+        events += task(f"run/ep{e}", "epoch", parent="run/training", index=e)
+    events += task("run/ep1/lr", "lr_change", parent="run/ep1",
+                   used=[{"name": "technique", "value": "decay"}],
+                   generated=[{"name": "learning_rate", "value": 0.05}])
+    events += task("run/lr2", "lr_change", parent="run/training", index=2, deps=["run/ep1"],
+                   used=[{"name": "technique", "value": "step"}],
+                   generated=[{"name": "learning_rate", "value": 0.01}])
+    store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+    rows = run_query(store, "d6", {"workflow": "fit", "measure": "accuracy"}, schema=schema).rows
+    training = mint_iri("task", "run/training")
+    assert rows == [[training, 1, "decay", 0.05], [training, 2, "step", 0.01]]
+
+
 def test_model_hyperparameters_are_hyperparameters_too(store):
     # dropout declared as a model hyperparameter was missing from every hyperparameters column
     spec = parse_spec(SPEC.replace(

@@ -9,7 +9,15 @@ generated), in the measure's natural direction.
 from __future__ import annotations
 
 from provkg.queries import parts as P
-from provkg.queries.builder import current_dialect, duration, group, optional, select, subquery
+from provkg.queries.builder import (
+    current_dialect,
+    duration,
+    group,
+    optional,
+    select,
+    subquery,
+    union,
+)
 from provkg.queries.lifecycle import lower_is_better
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
@@ -124,9 +132,25 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                                *P.role_value("?new", "hyperparameter", schema,
                                               name=literal("learning_rate"),
                                               with_value="?new_value")))
-    where = [*_best(t, v, schema),
-             P.link("?adapt prov:wasInformedBy ?training", "?adapt provkg:index ?epoch"),
-             P.stage("?adapt", "adaptation", schema), new,
+    # the adaptation is a child of the training (its own index is the epoch) or of the
+    # epoch it happened in (that epoch's index, unless it has its own)
+    epoch: list[str | P.Part]
+    if current_dialect() == "virtuoso":  # it fails on the `?` paths (SQ200 "No column")
+        # (a FILTER in a branch sees only that branch's variables: each binds ?training)
+        epoch = [union(
+            [P.link("?adapt prov:wasInformedBy ?training", "?adapt provkg:index ?epoch")],
+            [P.link("?adapt prov:wasInformedBy ?via", "?via prov:wasInformedBy ?training",
+                    "?adapt provkg:index ?epoch")],
+            [P.link("?adapt prov:wasInformedBy ?via", "?via prov:wasInformedBy ?training",
+                    "?via provkg:index ?epoch"),
+             "FILTER NOT EXISTS { ?adapt provkg:index ?own }"])]
+    else:  # plain patterns, walked from ?adapt (an OPTIONAL, UNION or group would be
+        # evaluated on its own: every index of the store read, then joined)
+        epoch = [P.link("?adapt prov:wasInformedBy ?via", "?via prov:wasInformedBy? ?training",
+                        "?adapt prov:wasInformedBy? ?indexed", "?indexed provkg:index ?epoch"),
+                 ("FILTER(sameTerm(?indexed, ?adapt) || (sameTerm(?indexed, ?via) && "
+                  "!sameTerm(?via, ?training) && NOT EXISTS { ?adapt provkg:index ?own }))")]
+    where = [*_best(t, v, schema), P.stage("?adapt", "adaptation", schema), *epoch, new,
              optional(P.named_value("?adapt", "?tq", "?technique", literal("technique"), used=True))]
     return select(["?training", "?epoch", "?technique", "?new_value"], where, distinct=True,
                   order_by=["STR(?training)", "?epoch"])
