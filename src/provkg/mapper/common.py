@@ -242,16 +242,19 @@ class MapState:
 _DATETIME_SUFFIX = 'Z"^^<' + XSD.dateTime + ">"
 
 
+def microseconds(seconds: float) -> int:
+    """Whole microseconds since the epoch of an event time, rounded as ``datetime`` (and so
+    every ``xsd:dateTime`` provkg writes) rounds them: half to even on the fraction of the
+    second. ``round(seconds * 1e6)`` differs by one for some times (the product rounds)."""
+    frac, whole = math.modf(seconds)
+    return int(whole) * 1_000_000 + round(frac * 1e6)
+
+
 def _fast_datetime_literal(seconds: float, cache: dict[int, str]) -> str:
     """``term.datetime_literal(seconds)`` without ``strftime`` per call: the date and time
-    of day are cached per whole second; microseconds are rounded as ``datetime`` does
-    (half to even on the fraction). ``tests/test_mapper_properties.py`` checks equality."""
-    frac, whole = math.modf(seconds)
-    us = round(frac * 1e6)
-    sec = int(whole)
-    if us >= 1_000_000:
-        us -= 1_000_000
-        sec += 1
+    of day are cached per whole second; microseconds as :func:`microseconds` has them.
+    ``tests/test_mapper_properties.py`` checks equality."""
+    sec, us = divmod(microseconds(seconds), 1_000_000)
     text = cache.get(sec)
     if text is None:
         if len(cache) > 65536:

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from fractions import Fraction
 from typing import Any
 
-from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
+from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms, microseconds
 from provkg.mapper.terms import PK, A, P
 from provkg.term import Triple, iri, literal, mint_iri
 from provkg.vocab import PROVKG, RDF
@@ -104,7 +104,7 @@ class _Section:
                 if measures is None:
                     measures = {}
                 measures.setdefault(v["name"], x)
-        us = round(e["time"] * 1_000_000)
+        us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
         begin = e["event"] == "begin"
         return self.merge(e["id"], _Fact(us if begin else None, None if begin else us, e.get("index"),
                                          measures))
