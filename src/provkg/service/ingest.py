@@ -99,6 +99,13 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     for old in _replaced_specs(store, wf, document):
         _forget_spec(store, old, schema=schema, base=base)
     n = store.add(map_spec(spec, schema=schema, base=base))
+    if schema in ("typed", "tagged"):
+        mint = Minter(base)
+        sections = " ".join(mint.spec(spec.workflow, t.name) for t in spec.transformations
+                            if t.kind == "section")
+        if sections:  # a section's end, mapped without the spec, said it was a top-level task
+            store.update(f"DELETE {{ ?x {PL.isPartOf} ?r }} WHERE {{ VALUES ?t {{ {sections} }} "
+                         f"?x {P.wasInfluencedBy} ?t ; {PL.isPartOf} ?r }}")
     if schema == "typed":
         store.update(_retype_update(spec, base=base))
     elif schema == "sprov":
