@@ -155,6 +155,8 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
         tr = spec.transformation(transformation)
         attr = tr.attribute(name) if tr is not None else None
         role = attr.role if attr is not None else None
+        if tr is not None and attr is None:  # stored as plain s-prov:Data, and counted
+            st.unknown_attributes[(spec.workflow, transformation, name)] += 1
     out.append((vt, A, SP.ComponentParameters if role in _PARAMETER_ROLES else SP.Data))
     out.append((vt, LABEL, literal(name)))
     if v.get("value") is not None:
