@@ -126,3 +126,27 @@ def test_summary_seconds_use_the_microseconds_of_the_stored_times(embedded_store
         embedded_store.add([*map_spec(spec), *map_events(events, {"lc": spec})])
         answers.append(run_query(embedded_store, "q4", {"dataset": "ds"}).rows)
     assert answers[0] == answers[1] and answers[0][0][3] == 0.002386  # .900063 - .897677
+
+
+def test_a_value_a_summarised_section_does_not_declare_is_reported_not_silently_dropped():
+    # found by black-box testing: with granularity: summary, an undeclared batch value
+    # (grad_norm) vanished with no warning, while the full form stored it and said so
+    from provkg.mapper import MapState, finish, map_events
+
+    spec = parse_spec(_summary_spec(ROUNDING_SPEC))
+    t0 = 1_700_000_000.0
+    events = [{"type": "workflow", "event": "begin", "id": "R", "time": t0, "workflow": "lc"},
+              {"type": "task", "event": "begin", "id": "E", "time": t0, "workflow_id": "R",
+               "transformation": "epoch", "parent": "T", "index": 0}]
+    for i in range(3):
+        events += [{"type": "task", "event": "begin", "id": f"B{i}", "time": t0 + i, "workflow_id": "R",
+                    "transformation": "batch", "parent": "E", "index": i},
+                   {"type": "task", "event": "end", "id": f"B{i}", "time": t0 + i + 0.5, "workflow_id": "R",
+                    "transformation": "batch", "generated": [{"name": "loss", "value": 0.5},
+                                                             {"name": "grad_norm", "value": 7.25}]}]
+    st = MapState({"lc": spec})
+    list(map_events(events, state=st))
+    finish(st)
+    assert ("attribute 'grad_norm' is not in transformation 'batch' of 'lc', whose executions are "
+            "kept only as summaries of their declared measures: 3 values not stored") in st.warnings()
+    assert not any("'loss'" in w for w in st.warnings())

@@ -235,6 +235,11 @@ class SectionSummaries:
     # -- events ---------------------------------------------------------------
 
     def add(self, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
+        for side in ("used", "generated"):  # a summary keeps declared measures only: say so
+            for v in e.get(side) or ():
+                at = tt.attributes.get(v["name"])
+                if at is None or not at[2]:
+                    self.st.summary_unknown[(wt.name, tt.name, v["name"])] += 1
         tid, parent = e["id"], e.get("parent")
         if parent is None:
             key = self.parent_of.get(tid)
