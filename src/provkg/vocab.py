@@ -274,6 +274,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     MeasureSummary: str
     hasMeasureSummary: str
     executionCount: str
+    timedCount: str             # executions with both a begin and an end (what *Seconds cover)
     minSeconds: str
     avgSeconds: str
     maxSeconds: str

@@ -158,6 +158,7 @@ class _Section:
         out += [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent),
                 (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(len(self.facts)))]
         seconds = [f.end - f.begin for f in facts if f.begin is not None and f.end is not None]
+        out.append((s, PK.timedCount, literal(len(seconds))))
         if seconds:
             out += [(s, PK.minSeconds, literal(min(seconds) / 1e6)),
                     (s, PK.avgSeconds, literal(float(Fraction(sum(seconds), len(seconds) * 1_000_000)))),

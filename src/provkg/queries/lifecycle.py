@@ -221,7 +221,7 @@ def q4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
         [*anchor, *_batch_times(schema)], group_by=["?training", "?epoch"], having=_SOME_BATCH)
     # epochs whose batches were kept only as a summary: the same figures, read, not computed
     summarised = subquery(columns, [*anchor, *_summarised_epochs(
-        schema, executionCount="?batches", avgSeconds="?avg_seconds",
+        schema, timedCount="?batches", avgSeconds="?avg_seconds",
         minSeconds="?min_seconds", maxSeconds="?max_seconds")])
     return select(columns, [union([full], [summarised])],
                   order_by=["STR(?training)", "?epoch"])

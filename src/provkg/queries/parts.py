@@ -147,7 +147,8 @@ def section_summary(parent: str, var: str, *, measure: str | None = None,
                     **stats: str) -> Part:
     """The summary ``var`` of the sections of ``parent`` kept at ``granularity: summary``
     (docs/graph.md), the same in both schemas; ``stats`` maps summary properties
-    (``executionCount``, ``minSeconds``, ``avgSeconds``, ``maxSeconds``) to variables;
+    (``executionCount``, ``timedCount``, ``minSeconds``, ``avgSeconds``, ``maxSeconds``) to
+    variables;
     with ``measure`` (a name), ``stats`` may also name ``minValue`` / ``avgValue`` /
     ``maxValue`` of that measure's summary ``{var}_m``."""
     value_stats = {"minValue", "avgValue", "maxValue", "valueCount"}
