@@ -159,3 +159,35 @@ def test_a_folder_that_is_not_an_oxigraph_store_is_left_alone(tmp_path: Path, ca
         assert err.startswith(f"error: {papers} is not an Oxigraph store"), err
     assert [p.name for p in papers.iterdir()] == ["notes.txt"]  # no database written into it
     assert main(["load", str(data), "--store", f"oxigraph:{tmp_path / 'empty'}"]) == 0  # new: fine
+
+
+def test_query_and_sparql_read_a_store_another_process_is_writing(tmp_path, capsys) -> None:
+    # found by black-box testing: while `provkg ingest` (or a server) held the embedded store,
+    # every read command failed on the RocksDB lock
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "db"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from provkg.store import open_store
+        with open_store("oxigraph:{db}") as s:
+            s.add([("<urn:a>", "<urn:p>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>')])
+            print("ready", flush=True)
+            sys.stdin.readline()  # hold the lock until told
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        q = tmp_path / "count.rq"
+        q.write_text("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+        assert main(["sparql", str(q), "--store", f"oxigraph:{db}", "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out) == {"columns": ["n"], "rows": [[1]]}
+        assert "is in use by another process" in err
+        nt = tmp_path / "more.nt"
+        nt.write_text("<urn:b> <urn:p> <urn:c> .\n")
+        assert main(["load", str(nt), "--store", f"oxigraph:{db}"]) == 1  # writers still refused
+        assert "is another provkg process" in capsys.readouterr().err
+    finally:
+        holder.communicate("\n", timeout=30)

@@ -220,10 +220,17 @@ def cmd_query(args: argparse.Namespace) -> int:
                            dialect=store_dialect(args.store)))
         return 0
     query.parse(params)  # bad parameters fail before the store is opened
-    with open_store(args.store, existing=True) as store:
+    with open_store(args.store, existing=True, read_only=True) as store:
+        _note_snapshot(store)
         rows = run_query(store, args.name, params, schema=schema)
     print(format_rows(rows, args.format))
     return 0
+
+
+def _note_snapshot(store: Store) -> None:
+    if getattr(store, "snapshot", False):
+        print(f"note: {store.url} is in use by another process (an ingest or a server): "
+              "answering from what it had written when this command started", file=sys.stderr)
 
 
 def cmd_sparql(args: argparse.Namespace) -> int:
@@ -244,7 +251,8 @@ def cmd_sparql(args: argparse.Namespace) -> int:
         raise BadParameter(f"{name}: not UTF-8 text (byte {exc.start}); a SPARQL query is "
                            "UTF-8 text") from None
     query_form(text)  # refuse non-queries before opening the store
-    with open_store(args.store, existing=True) as store:
+    with open_store(args.store, existing=True, read_only=True) as store:
+        _note_snapshot(store)
         result = run_sparql(store, text)
     if isinstance(result, bool):  # ASK: one column, so json / csv keep the shape of DESIGN §7
         result = Rows(["boolean"], [[result]])

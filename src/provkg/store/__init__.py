@@ -36,13 +36,13 @@ from provkg.store.base import Rows, Store
 __all__ = ["open_store", "store_dialect", "Store", "Rows", "STORE_SCHEMES"]
 
 
-def _oxigraph(rest: str, url: str) -> Store:
+def _oxigraph(rest: str, url: str, read_only: bool = False) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
     if not rest:
         raise BadParameter(f"store URL {url!r} names no folder: expected oxigraph:DIR, "
                            "e.g. oxigraph:provkg-data")
-    return OxigraphStore(rest, url=url)
+    return OxigraphStore(rest, url=url, read_only=read_only)
 
 
 def _memory(rest: str, url: str) -> Store:
@@ -90,10 +90,13 @@ def store_dialect(url: str | None) -> str:
     return "virtuoso" if (url or "").lower().startswith("virtuoso+") else "standard"
 
 
-def open_store(url: str, *, existing: bool = False) -> Store:
+def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> Store:
     """Open the store named by ``url`` (forms in this module's docstring). An on-disk
     Oxigraph folder is created when missing, unless ``existing`` (for commands that only
     read: a mistyped folder would otherwise answer every question with nothing).
+    ``read_only`` (commands that only read): when another process holds an on-disk Oxigraph
+    store (a running ingest or server), open it read-only instead of failing; the store's
+    ``snapshot`` is then True.
 
     Raises:
         BadParameter: the URL has no known scheme.
@@ -112,7 +115,7 @@ def open_store(url: str, *, existing: bool = False) -> Store:
         raise NotFound(f"no store in {rest!r} (store URL {url!r}): load or ingest into it first, "
                        "or give --store / $PROVKG_STORE")
     try:
-        return factory(rest, url)
+        return factory(rest, url, read_only) if factory is _oxigraph else factory(rest, url)
     except ImportError as exc:  # a backend's package is not installed
         raise StoreUnavailable(f"store {url!r} needs the package {exc.name!r}: "
                                f"pip install {exc.name}") from exc
