@@ -246,6 +246,8 @@ def test_bad_sparql_names_line_and_column(store: Store) -> None:
     assert f"line {info.value.line}" in str(info.value)
     if not store.url.startswith("virtuoso+"):  # Virtuoso reports lines only
         assert info.value.column is not None and f"column {info.value.column}" in str(info.value)
+    # the position once (Oxigraph's "error at L:C:" was repeated as "(line L, column C)")
+    assert str(info.value).count(f"line {info.value.line}") == 1, str(info.value)
 
 
 def test_bad_update_is_a_syntax_error(store: Store) -> None:

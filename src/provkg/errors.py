@@ -68,8 +68,9 @@ class QuerySyntaxError(StoreError):
     code = "query_syntax"
 
     def __init__(self, message: str, *, line: int | None = None, column: int | None = None):
-        where = f" (line {line}, column {column})" if line is not None else ""
-        super().__init__(f"{message}{where}" if where and where not in message else message)
+        said = f"line {line}, column {column}"
+        where = f" ({said})" if line is not None and said not in message else ""
+        super().__init__(f"{message}{where}")
         self.line = line
         self.column = column
 

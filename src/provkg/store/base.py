@@ -341,6 +341,8 @@ def rdf_file(path: str | Path, format: str | None = None) -> tuple[Path, str, bo
     return path, fmt, gzipped
 
 
+_OXIGRAPH_AT = re.compile(r"^\s*error at \d+:\d+:\s*")
+
 _LINE_COLUMN = [
     re.compile(r"\bat (\d+):(\d+)"),  # oxigraph: "error at 2:9: ..."
     re.compile(r"line (\d+),? (?:between )?columns? (\d+)", re.IGNORECASE),  # oxigraph parsers
@@ -375,6 +377,8 @@ def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:
         if m:
             line = int(m.group(1))
             column = int(m.group(2)) if m.lastindex and m.lastindex >= 2 else None
+            if pattern is _LINE_COLUMN[0]:  # said once, as "(line L, column C)" below
+                message = _OXIGRAPH_AT.sub("", message, count=1)
             break
     text = f"{what} syntax error: {message.strip()}"
     if column is None:  # line only (Virtuoso): keep the message free of "column None"
