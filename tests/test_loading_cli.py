@@ -50,6 +50,10 @@ def test_init_uses_the_environment_store(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("PROVKG_STORE", f"oxigraph:{tmp_path / 'env-db'}")
     assert main(["init"]) == 0
     assert (tmp_path / "env-db").is_dir()
+    # set but empty (`PROVKG_STORE= provkg ...`) means unset: the default store, not an error
+    monkeypatch.setenv("PROVKG_STORE", "")
+    assert main(["init"]) == 0
+    assert (tmp_path / "provkg-data").is_dir()
 
 
 @pytest.mark.parametrize("server_fixture", ["oxigraph_server", "virtuoso_server"])

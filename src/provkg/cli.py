@@ -40,7 +40,7 @@ examples:
 def _store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--store",
-        default=os.environ.get("PROVKG_STORE", DEFAULT_STORE),
+        default=os.environ.get("PROVKG_STORE", "").strip() or DEFAULT_STORE,  # set but empty: unset
         help="store URL (default: $PROVKG_STORE or %(default)s)",
     )
 

@@ -35,8 +35,9 @@ class BadSetting(ProvkgError):
 
 
 class Settings(BaseSettings):
+    # a variable set but empty (PROVKG_STORE=) is unset, as for the CLI's --store default
     model_config = SettingsConfigDict(env_prefix="PROVKG_", extra="ignore",
-                                      hide_input_in_errors=True)
+                                      hide_input_in_errors=True, env_ignore_empty=True)
 
     store: str = DEFAULT_STORE
     base: str = DEFAULT_BASE
