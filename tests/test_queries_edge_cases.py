@@ -389,6 +389,19 @@ def test_d6_finds_adaptations_made_inside_an_epoch_as_well_as_beside_it(store, s
     assert rows == [[training, 1, "decay", 0.05], [training, 2, "step", 0.01]]
 
 
+def test_hyperparameter_pairs_write_a_double_as_a_double(embedded_store):
+    # found by black-box testing: momentum 1.0 showed as "momentum=1", like the integer 1
+    spec = parse_spec(SPEC.replace(
+        "      - {name: learning_rate, role: hyperparameter}\n",
+        "      - {name: learning_rate, role: hyperparameter}\n"
+        "      - {name: momentum, role: hyperparameter}\n      - {name: epochs, role: hyperparameter}\n"))
+    events = _training("one", 0.01, 0.9, 1_700_000_000.0)
+    events[1]["used"] += [{"name": "momentum", "value": 1.0}, {"name": "epochs", "value": 3}]
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    d5 = run_query(embedded_store, "d5", {"workflow": "fit", "measure": "accuracy"}).rows
+    assert [r[2] for r in d5] == ["epochs=3; learning_rate=0.01; momentum=1.0"]
+
+
 def test_model_hyperparameters_are_hyperparameters_too(store):
     # dropout declared as a model hyperparameter was missing from every hyperparameters column
     spec = parse_spec(SPEC.replace(

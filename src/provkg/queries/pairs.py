@@ -34,16 +34,22 @@ def format_value(value: object) -> str:
     else with 16, what every store's STR() of a double keeps (Virtuoso writes
     1.9000000000000001 as "1.9"), so the same values read the same on every store.
 
+    A double stays a double, as Python and JSON write it: ``2.0``, not ``2`` (that is the
+    integer 2), so ``momentum=1.0`` reads as the ``1.0`` of the value columns.
+
     >>> format_value(0.001), format_value(3), format_value(2.0), format_value(True)
-    ('0.001', '3', '2', 'true')
+    ('0.001', '3', '2.0', 'true')
     >>> format_value(0.2110423373281488), format_value(1.9000000000000001), format_value(0.81)
     ('0.2110423373281488', '1.9', '0.81')
+    >>> format_value(1e-05), format_value(1e16), format_value(-0.0)
+    ('1e-05', '1e+16', '-0.0')
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         short = f"{value:.15g}"
-        return short if float(short) == value else f"{value:.16g}"
+        text = short if float(short) == value else f"{value:.16g}"
+        return text if any(c in text for c in ".eni") else text + ".0"  # e: 1e+16, n/i: nan, inf
     return str(value)
 
 
