@@ -206,3 +206,21 @@ def test_lineage_joins_a_value_with_an_id_to_its_use_by_location(store, schema):
     else:
         rows = run_query(store, "q6", {"dataset": "s3://sets/A.h5"}, schema=schema).rows
         assert rows == [[segy, 401, "Santos Basin", "Búzios"]]
+
+
+def test_a_location_with_a_space_is_found_as_the_user_wrote_it(embedded_store):
+    # found by black-box testing: capture.ref stores "file:///m/iri model.pt" percent-encoded,
+    # so the path as written found nothing (q4, d2, provkg link)
+    from provkg import capture
+    from provkg.service.links import find_values
+
+    spec = parse_spec(SPEC)
+    written = "file:///data/my set.h5"
+    stored = capture.ref(written).location
+    assert stored == "file:///data/my%20set.h5"
+    events = _run("run-9", "data-9", "model-9", "file:///models/m9.pt", 1_700_000_000.0)
+    events[1]["used"][0] = {"name": "train_set", "location": stored}
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    assert _trainings(run_query(embedded_store, "q4", {"dataset": written}).rows) == {
+        mint_iri("task", "run-9/training")}
+    assert find_values(embedded_store, written) == find_values(embedded_store, stored)

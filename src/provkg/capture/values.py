@@ -29,7 +29,8 @@ from urllib.parse import quote
 from provkg.capture.report import report_once
 from provkg.term import is_valid_iri
 
-__all__ = ["Ref", "ref", "Refused", "convert_value", "snapshot_values", "expand_values", "valid_names",
+__all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values", "expand_values",
+           "valid_names",
            "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_ID", "MAX_URI",
            "MAX_INT_DIGITS"]
 
@@ -178,6 +179,16 @@ def fit_index(value: object) -> int | None:
     report_once(("index", type(value)), f"task index must be an integer, not "
                 f"{type(value).__name__}; ignored")
     return None
+
+
+def location_form(uri: str) -> str:
+    """A location URI as :func:`ref` stores it: characters a URI cannot hold (a space, an
+    accent) percent-encoded, so a query can name the data as its user wrote the path.
+
+    >>> location_form("file:///data/my set.h5")
+    'file:///data/my%20set.h5'
+    """
+    return quote(uri, safe=_URI_SAFE)
 
 
 def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = False) -> str | None:

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from provkg.capture.values import location_form
 from provkg.errors import NotFound
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.store import Store, open_store
@@ -65,11 +66,13 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
 
     Raises:
         NotFound: none."""
-    if is_valid_iri(value_id):  # a location: every value captured there
-        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(value_id, XSD.anyURI)} }} "
-                            "ORDER BY ?v").rows
-        if rows:
-            return [iri(str(row[0])) for row in rows]
+    # a location: every value captured there (as written, then as capture.ref stores it)
+    for form in dict.fromkeys((value_id, location_form(value_id))):
+        if is_valid_iri(form):
+            rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(form, XSD.anyURI)} }} "
+                                "ORDER BY ?v").rows
+            if rows:
+                return [iri(str(row[0])) for row in rows]
     value = iri(mint_iri("value", value_id, base=base))
     if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
         return [value]

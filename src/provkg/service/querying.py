@@ -20,6 +20,7 @@ from provkg.errors import BadParameter
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.json_values import json_cell
+from provkg.capture.values import location_form
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
 from provkg.term import Triple, iri, is_valid_iri, literal, ntriples_line
@@ -85,10 +86,15 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
             continue  # a location is a URI: it has a scheme
         if given.startswith(base + "value/"):  # already a captured value's IRI
             continue
-        location = literal(given, XSD.anyURI)
-        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
-                            hide_system_graphs=False)
-        found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
+        found: list[str] = []
+        # as written, then as the capture library stores it (a space percent-encoded)
+        for form in dict.fromkeys((given, location_form(given))):
+            location = literal(form, XSD.anyURI)
+            rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
+                                hide_system_graphs=False)
+            found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
+            if found:
+                break
         if not found:
             continue  # read as an id (the default)
         own = term_for(p, given, base=base)
