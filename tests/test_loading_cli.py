@@ -112,6 +112,25 @@ def test_load_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "unknown store URL" in capsys.readouterr().err
 
 
+def test_a_bad_file_among_several_is_named_and_the_others_are_loaded(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: `load a.nt bad.ttl c.nt` stored a.nt, not c.nt, and said neither
+    files = []
+    for name, text in (("a.nt", "<http://example.org/a> <http://example.org/p> \"a\" .\n"),
+                       ("b.ttl", '@prefix ex: <http://example.org/> .\nex:b ex:p "unterminated .\n'),
+                       ("c.nt", "<http://example.org/c> <http://example.org/p> \"c\" .\n"),
+                       ("d.ttl", "@prefix ex: <http://example.org/> .\nex:d ex:p .\n")):
+        (tmp_path / name).write_text(text)
+        files.append(str(tmp_path / name))
+    db = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", *files, "--store", db]) == 1
+    out, err = capsys.readouterr()
+    assert "a.nt" in out and "c.nt" in out and "b.ttl" not in out  # what was loaded
+    assert err.startswith("error: 2 files were not loaded (nothing of each); the other 2 files were loaded")
+    assert "b.ttl" in err and "d.ttl" in err and "line 2" in err
+    with open_store(db) as store:
+        assert store.count() == 2
+
+
 def test_load_shows_progress_for_large_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     from provkg.service import loading

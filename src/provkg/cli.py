@@ -89,8 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_init)
 
     p = add("load", "load RDF files (Turtle, N-Triples, N-Quads, RDF/XML) into the store",
-            "Loads ontologies or domain knowledge graphs. The format comes from the file "
-            "extension (.ttl .nt .nq .rdf .owl .xml, optionally .gz).")
+            "Loads ontologies or domain knowledge graphs. The format comes from the file\n"
+            "extension (.ttl .nt .nq .rdf .owl .xml, optionally .gz) or --format. A file that\n"
+            "does not parse is left out whole and named (with its line) after the others are\n"
+            "loaded; the exit status is then 1.\n\nexamples:\n"
+            "  provkg load examples/seismic/kg/seismic-kg.ttl\n"
+            "  provkg load wells.nt.gz --graph https://example.org/kg/wells")
     _store_arg(p)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--graph", default=None, help="named graph IRI to load into (default graph if omitted)")

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provkg.errors import NotFound
+from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
 from provkg.store import Store, open_store
 
@@ -73,10 +73,14 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
 
     Large files show a progress bar on stderr when ``progress`` is true.
 
+    A file that does not parse is left out whole (nothing of it is stored) and the others
+    are loaded; then one :class:`StoreError` names each such file, its ``report`` attribute
+    the report of what was loaded.
+
     Raises:
         NotFound: a file does not exist (checked before anything is loaded).
         BadParameter: a file's format cannot be told from its extension, or ``graph`` is not an IRI.
-        StoreError: a file does not parse, or the store refused it.
+        StoreError: files that do not parse (above).  StoreUnavailable: the store failed.
     """
     files = [Path(p) for p in paths]
     missing = [str(p) for p in files if not p.is_file()]
@@ -87,9 +91,24 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
 
         iri(graph)  # BadParameter when it is not an absolute IRI
     report = LoadReport()
+    bad: list[str] = []
     for path in files:
-        added = _load_one(store, path, graph=graph, progress=progress, format=format)
+        try:
+            added = _load_one(store, path, graph=graph, progress=progress, format=format)
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:  # this file is not RDF: the others still are
+            bad.append(str(exc))
+            continue
         report.entries.append(LoadEntry(str(path), graph, added))
+    if bad:
+        loaded = (f"; the other {len(report.entries)} files were loaded" if report.entries
+                  else "")
+        error = StoreError(bad[0] + loaded if len(bad) == 1 else
+                           f"{len(bad)} files were not loaded (nothing of each){loaded}:\n  "
+                           + "\n  ".join(bad))
+        error.report = report  # type: ignore[attr-defined]
+        raise error
     return report
 
 
@@ -117,7 +136,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     """``provkg load FILE... [--graph IRI]``."""
     with open_store(args.store) as store:
-        report = load_files(store, args.files, graph=args.graph, progress=sys.stderr.isatty(),
-                            format=args.format)
+        try:
+            report = load_files(store, args.files, graph=args.graph, progress=sys.stderr.isatty(),
+                                format=args.format)
+        except StoreError as exc:  # what was loaded is reported too, then the error
+            loaded = getattr(exc, "report", None)
+            if loaded is not None and loaded.entries:
+                print("\n".join(loaded.lines()))
+            raise
     print("\n".join(report.lines()))
     return 0
