@@ -121,8 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("spec", "work with prospective specs")
     spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
-    sv = spec_sub.add_parser("validate", help="check a spec; errors name file, line and field")
-    sv.add_argument("files", nargs="+", metavar="SPEC")
+    sv = spec_sub.add_parser(
+        "validate", help="check a spec; errors name file, line and field",
+        description="Checks prospective specs (YAML or JSON; their format: the README's spec\n"
+                    "example) without touching a store: each problem is named by file, line\n"
+                    "and field; the exit status is 1 if any.\n\n"
+                    "examples:\n  provkg spec validate training.yaml\n"
+                    "  provkg spec validate specs/*.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv.add_argument("files", nargs="+", metavar="SPEC", help="a spec file (.yaml, .yml or .json)")
     sv.set_defaults(handler=_cmd_spec_validate)
 
     p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)")
@@ -157,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     # -- capture side -------------------------------------------------------
     p = add("schema", "print JSON Schemas of the public formats")
-    p.add_argument("which", choices=["events"], help="events: wire format v1 batch envelope")
+    p.add_argument("which", choices=["events"], metavar="{events}",
+                   help="events: wire format v1 batch envelope")
     p.set_defaults(handler=_cmd_schema)
 
     p = add("replay", "re-send a capture spool to a server or another sink (idempotent)")
