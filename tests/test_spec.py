@@ -165,3 +165,31 @@ def test_yaml_merge_keys_within_a_spec_still_work() -> None:
     spec = parse_spec("workflow: w\nphase: learning\ntransformations:\n"
                       "  - &fit {name: fit, kind: training}\n  - <<: *fit\n    name: refit\n")
     assert [(t.name, t.kind) for t in spec.transformations] == [("fit", "training"), ("refit", "training")]
+
+
+def test_duplicates_and_cycles_are_named_with_the_field_errors_not_after_them() -> None:
+    # found by black-box testing: a duplicate name and an `of` cycle showed only once the
+    # missing phase and the bad role were fixed (one more run per problem)
+    text = """\
+workflow: w
+transformations:
+  - name: a
+    kind: training
+  - name: a
+    kind: validation
+  - name: s1
+    kind: section
+    of: s2
+  - name: s2
+    kind: section
+    of: s1
+  - name: b
+    kind: evaluation
+    used:
+      - {name: x, role: bogus_role}
+"""
+    problems = _problems(text)
+    assert problems[0] == "bad.yaml:1: phase: required field is missing"
+    assert "bad.yaml:5: transformations[1].name: duplicate transformation name 'a' (first at transformations[0])" in problems
+    assert any(p.startswith("bad.yaml:9: transformations[2].of: sections form a cycle") for p in problems)
+    assert any(p.startswith("bad.yaml:16: transformations[4].used[0].role:") for p in problems)

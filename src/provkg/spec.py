@@ -316,7 +316,18 @@ def _check_raw(data: dict[str, Any], report: _Report) -> None:
     except TypeError:
         return
     names = {t.get("name") for t in trs if isinstance(t.get("name"), str)}
+    of = {t["name"]: t.get("of") for t in trs if isinstance(t.get("name"), str) and t.get("kind") == "section"}
+    first: dict[str, int] = {}
     for i, t in enumerate(data.get("transformations") or []):
+        name = t.get("name") if isinstance(t, dict) else None
+        if isinstance(name, str) and name in first:
+            report.add(("transformations", i, "name"),
+                       f"duplicate transformation name {name!r} (first at transformations[{first[name]}])")
+        elif isinstance(name, str):
+            first[name] = i
+        if isinstance(name, str) and name in of and _raw_cycle(of, name):
+            report.add(("transformations", i, "of"), f"sections form a cycle through {name!r}; "
+                       "the chain must end at a stage (training, validation, ...)")
         if isinstance(t, dict) and t.get("kind") == "section" and not t.get("of"):
             report.add(("transformations", i, "of"), "a section needs `of`: the stage or section it is part of")
         elif isinstance(t, dict) and isinstance(t.get("of"), str) and t["of"] not in names:
@@ -329,6 +340,17 @@ def _check_raw(data: dict[str, Any], report: _Report) -> None:
                         expand_curie(a["concept"])
                     except BadSpec as exc:
                         report.add(("transformations", i, side, j, "concept"), str(exc))
+
+
+def _raw_cycle(of: dict[str, Any], name: str) -> bool:
+    """``name``'s ``of`` chain (sections only, as written) comes back to a section."""
+    seen: set[str] = set()
+    while isinstance(name, str) and name in of:
+        if name in seen:
+            return True
+        seen.add(name)
+        name = of[name]
+    return False
 
 
 def _check(spec: Spec, report: _Report) -> None:
