@@ -81,7 +81,10 @@ class IngestReport:
 
     def __str__(self) -> str:
         rate = f", {self.triples / self.seconds:,.0f} triples/s" if self.seconds > 0 else ""
-        return (f"{self.events:,} events -> {self.triples:,} triples in {self.seconds:.1f} s{rate}"
+        # triples mapped and handed to the store: one already stored (a re-run, a duplicate
+        # event) is kept once, so the store may have grown by fewer
+        return (f"{self.events:,} events -> {self.triples:,} triples mapped (the store keeps each "
+                f"once) in {self.seconds:.1f} s{rate}"
                 + (f"; {len(self.warnings)} warnings" if self.warnings else ""))
 
 
