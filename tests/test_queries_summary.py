@@ -179,3 +179,21 @@ def test_q4_counts_the_same_batches_from_summaries_when_one_never_ended(embedded
         embedded_store.add([*map_spec(spec), *map_events(events, {"lc": spec})])
         answers.append(run_query(embedded_store, "q4", {"dataset": "ds"}).rows)
     assert answers[0] == answers[1] == [[mint_iri("task", "T"), 0, 1, 0.5, 0.5, 0.5]]
+
+
+def test_sprov_says_it_keeps_summarised_sections_in_full():
+    # found by black-box testing: with --schema sprov, granularity: summary did nothing, silently
+    from provkg.mapper import MapState, finish, map_events
+
+    spec = parse_spec(_summary_spec(ROUNDING_SPEC))
+    t0 = 1_700_000_000.0
+    events = [{"type": "workflow", "event": "begin", "id": "R", "time": t0, "workflow": "lc"},
+              {"type": "task", "event": "begin", "id": "B", "time": t0, "workflow_id": "R",
+               "transformation": "batch", "parent": "E", "index": 0},
+              {"type": "task", "event": "end", "id": "B", "time": t0 + 1, "workflow_id": "R",
+               "transformation": "batch"}]
+    st = MapState({"lc": spec}, schema="sprov")
+    triples = list(map_events(events, state=st)) + finish(st)
+    assert any(s.endswith("/task/B>") for s, _, _ in triples)
+    assert ("transformation 'batch' of 'lc' has granularity: summary, which S-PROV does not use: "
+            "its 2 events were stored in full") in st.warnings()

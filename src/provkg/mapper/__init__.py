@@ -114,6 +114,8 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
             st.no_spec[wf] += 1
         tt = st.transformation(wt, e["transformation"])
         if st.schema == "sprov":
+            if tt.summary:  # S-PROV has no summaries: kept in full, and said
+                st.summary_in_full[(wt.name, tt.name)] += 1
             sprov.map_task_event(e, st, out, wt, tt)
             return
         if tt.summary:

@@ -151,6 +151,8 @@ class MapState:
         self.unresolved_runs: Counter[str] = Counter()
         #: values of summarised sections (granularity: summary) the spec does not declare
         self.summary_unknown: Counter[tuple[str, str, str]] = Counter()
+        #: events of summarised sections mapped in full (S-PROV has no summaries)
+        self.summary_in_full: Counter[tuple[str, str]] = Counter()
         #: run ids sent with two workflows (a reused SLURM job id): run -> the workflows
         self.run_clashes: dict[str, set[str]] = {}
         self.bad_times = 0
@@ -225,6 +227,9 @@ class MapState:
         out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}, whose executions are kept "
                 f"only as summaries of their declared measures: {n} values not stored"
                 for (w, t, a), n in sorted(self.summary_unknown.items())]
+        out += [f"transformation {t!r} of {w!r} has granularity: summary, which S-PROV does not "
+                f"use: its {n} events were stored in full"
+                for (w, t), n in sorted(self.summary_in_full.items())]
         out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
         out += [f"run id {r!r} was sent by workflows {', '.join(map(repr, sorted(ws)))}: they are one "
