@@ -224,13 +224,14 @@ def test_big_integer_hyperparameters_keep_every_digit(store):
 @pytest.mark.parametrize(("lexical", "shown"), [
     ("18446744073709551617", "18446744073709551617"), ("9007199254740993", "9007199254740993"),
     ("-9007199254740993", "-9007199254740993"), ("+42", "42"), ("2.50", "2.5"),
-    ("0.001", "0.001"), ("1.0", "1"), ("1E3", "1e+03")])
+    ("0.001", "0.001"), ("1.0", "1.0"), ("1E3", "1e+03")])
 def test_pairs_read_integral_decimals_as_integers(lexical, shown):
+    # a whole-number form is an integer; a form with a fraction stays a real (1.0, not 1)
     from urllib.parse import quote
     encoded = f"seed {quote(XSD.decimal, safe='')} {quote(lexical, safe='')}"
     if "E" in lexical:  # an exponent is no xsd:decimal form: left as a double would be
         encoded = f"seed {quote(XSD.double, safe='')} {quote(lexical, safe='')}"
-        shown = "1000"
+        shown = "1000.0"
     assert format_pairs(encoded) == f"seed={shown}"
 
 
