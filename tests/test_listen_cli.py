@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from provkg.capture.broker import MosquittoBroker
 from provkg.capture.mqtt_sink import MqttSink
 from provkg.config import get_settings
@@ -44,7 +46,10 @@ def _holds_all(store_dir: Path, events: list[dict]) -> bool:
     return int(next(iter(store.query(query)))["n"].value) == len(ends)
 
 
-def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path) -> None:
+@pytest.mark.parametrize("topic", ["provkg/#", "provkg"])
+def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str) -> None:
+    # "provkg": the very URL the capture sink was given (found by black-box testing: it
+    # subscribed to the topic "provkg" alone, and the sink's runs, published under it, were lost)
     events = _events()
     store_dir = tmp_path / "store"
     env = {**os.environ, "PROVKG_QUEUE_DIR": str(tmp_path / "queue")}
@@ -52,7 +57,7 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path) -> None:
     with MosquittoBroker(tmp_path / "mqtt") as broker:
         log = open(tmp_path / "listen.log", "wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "provkg.cli", "listen", f"{broker.url}/provkg/#", "--spec", str(SPEC),
+            [sys.executable, "-m", "provkg.cli", "listen", f"{broker.url}/{topic}", "--spec", str(SPEC),
              "--store", f"oxigraph:{store_dir}"], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60

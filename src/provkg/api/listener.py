@@ -40,8 +40,14 @@ _GZIP, _ZSTD = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     """``mqtt://host:port/topic/filter`` -> (host, port, topic filter); port defaults to 1883.
 
+    A topic without a wildcard is the capture sink's prefix (the sink publishes each run to
+    ``PREFIX/<run id>``): the filter is then ``PREFIX/#``, which also matches ``PREFIX``
+    itself, so the listener takes the very URL the capture sink was given.
+
     >>> parse_mqtt_url("mqtt://127.0.0.1:1884/provkg/#")
     ('127.0.0.1', 1884, 'provkg/#')
+    >>> parse_mqtt_url("mqtt://127.0.0.1/provkg")
+    ('127.0.0.1', 1883, 'provkg/#')
     """
     # not urlsplit alone: it would take the "#" wildcard for a fragment
     scheme, _, rest = url.partition("://")
@@ -55,6 +61,8 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
         port = parts.port or 1883
     except ValueError:
         raise BadParameter("the MQTT URL has an invalid port") from None
+    if "#" not in topic and "+" not in topic:
+        topic = topic.rstrip("/") + "/#"
     return parts.hostname, port, topic
 
 
