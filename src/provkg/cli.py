@@ -67,14 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     # -- demo ---------------------------------------------------------------
     p = add("demo", "run the seismic scientific-ML lifecycle end to end and answer Q1-Q7",
-            "Generates a synthetic seismic cube, writes it as SEG-Y, curates it, prepares HDF5 "
-            "training sets, trains scikit-learn classifiers for 3 hyperparameter configurations, "
-            "captures everything with provkg.capture, and answers the PROV-ML paper's Q1-Q7.")
+            "Generates a synthetic seismic cube, writes it as SEG-Y, curates it, prepares HDF5\n"
+            "training sets, trains scikit-learn classifiers for 3 hyperparameter configurations,\n"
+            "captures everything with provkg.capture, and answers the PROV-ML paper's Q1-Q7 and\n"
+            "DNNProv's D6-D8, each checked against what its own code measured; the report is\n"
+            "OUT/report.html.\n\nexamples:\n  provkg demo\n  provkg demo --online --epochs 4\n"
+            "  provkg demo --fresh --store oxigraph:demo-db")
     _store_arg(p)
     p.add_argument("--out", default="provkg-demo",
                    help="folder for data, models and the report (default %(default)s)")
     p.add_argument("--sink", default=None,
-                   help="send events to a running server (http://HOST:PORT) instead of the store")
+                   help="send events to a running server (http://HOST:PORT) instead of the store; "
+                        "--store must then be the store that server writes to, as a SPARQL "
+                        "endpoint (oxigraph+http://..., virtuoso+http://...)")
     p.add_argument("--online", action="store_true",
                    help="query the store each epoch while training and print the live loss")
     p.add_argument("--fresh", action="store_true", help="start over: delete --out and the demo's graph")
@@ -84,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_demo)
 
     # -- init / load --------------------------------------------------------
-    p = add("init", "load the provkg ontologies (PROVLake, PROV-ML, S-PROV, seismic) into the store")
+    p = add("init", "load the provkg ontologies (PROVLake, PROV-ML, S-PROV, seismic) into the store",
+            "Loads the provkg ontologies, each into the named graph of its IRI (run again to\n"
+            "refresh them).\n\nexamples:\n  provkg init\n  provkg init --store oxigraph+http://127.0.0.1:7878")
     _store_arg(p)
     p.set_defaults(handler=_cmd_init)
 
@@ -144,7 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_check_links)
 
     # -- queries ------------------------------------------------------------
-    p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)")
+    p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)",
+            "Runs a canned lifecycle query with its parameters bound (never pasted into the\n"
+            "SPARQL). A data parameter (model, dataset, data) takes a captured value id or the\n"
+            "data's location URI; training takes a task id; ids and IRIs a query printed can be\n"
+            "given back. --schema must be the one the store was ingested in.\n\nexamples:\n"
+            "  provkg query --list\n"
+            "  provkg query q1 -p model=file:///models/m.pt\n"
+            "  provkg query d5 -p workflow=flower-training -p k=5 --format csv\n"
+            "  provkg query q4 -p dataset=file:///data/train.h5 --schema tagged --store oxigraph:tagged-db\n"
+            "  provkg query q7 -p dataset=ds-1 --show         # the SPARQL, not the answer")
     _store_arg(p)
     p.add_argument("name", nargs="?", help="query name (see --list)")
     p.add_argument("--list", action="store_true", help="list canned queries, parameters and columns")
@@ -156,7 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     _format_arg(p)
     p.set_defaults(handler=_cmd_query)
 
-    p = add("sparql", "run a read-only SPARQL query from a file ('-' for stdin)")
+    p = add("sparql", "run a read-only SPARQL query from a file ('-' for stdin)",
+            "Runs SELECT, ASK, CONSTRUCT or DESCRIBE (updates and SERVICE are refused) over every\n"
+            "graph of the store; CONSTRUCT / DESCRIBE print N-Triples as a table.\n\nexamples:\n"
+            "  provkg sparql my-query.rq --format csv\n"
+            "  echo 'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }' | provkg sparql - --format json")
     _store_arg(p)
     p.add_argument("file", metavar="FILE.rq")
     _format_arg(p)
@@ -168,7 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="events: wire format v1 batch envelope")
     p.set_defaults(handler=_cmd_schema)
 
-    p = add("replay", "re-send a capture spool to a server or another sink (idempotent)")
+    p = add("replay", "re-send a capture spool to a server or another sink (idempotent)",
+            "Re-sends what a capture sink spooled because its receiver was down, then removes\n"
+            "it from the spool; sending twice adds nothing (events are idempotent).\n\nexamples:\n"
+            "  provkg replay provkg-spool --to http://127.0.0.1:8000\n"
+            "  provkg replay provkg-spool --to file:provkg-events    # then provkg ingest provkg-events/")
     p.add_argument("spool", metavar="SPOOL_DIR")
     p.add_argument("--to", required=True, metavar="URL", help="http://HOST:PORT, mqtt://HOST:PORT/TOPIC or file:DIR")
     p.set_defaults(handler=_cmd_replay)
