@@ -382,6 +382,23 @@ def test_provkg_sparql_endpoint_store_keeps_term_types(server: ApiServer) -> Non
         store.close()
 
 
+def test_a_read_only_endpoint_refusing_an_update_is_a_store_error_not_bad_sparql(server: ApiServer) -> None:
+    # found by black-box testing: a server whose store was another provkg's read-only
+    # /v1/sparql reported every refused write as "SPARQL syntax error"
+    from provkg.errors import QuerySyntaxError, StoreError
+    from provkg.store import open_store
+
+    store = open_store(f"sparql+{server.url}/v1/sparql")
+    try:
+        with pytest.raises(StoreError) as info:
+            store.update("INSERT DATA { <urn:a> <urn:p> <urn:b> }")
+        assert not isinstance(info.value, QuerySyntaxError), info.value
+        with pytest.raises(QuerySyntaxError):  # a query that does not parse still is one
+            store.select("SELECT ?s WHERE { ?s ?p }")
+    finally:
+        store.close()
+
+
 # -- the in-process backends give the same terms as the worker ---------------------
 
 

@@ -338,6 +338,9 @@ class SparqlStore(Store):
                 raise StoreError(f"{self.url} could not parse a request this large: {body[:300]}") from exc
             if _VIRTUOSO_ERROR.search(body) and not _is_syntax_error(body):
                 raise query_failed(self.url, _error_text(body, text)) from exc
+            if not _NOT_PARSED.search(body):  # a 400 for something else (a read-only endpoint
+                # refusing an update, a row limit): the store's failure, not the query text's
+                raise query_failed(self.url, _error_text(body, text)[:1000]) from exc
             raise syntax_error(_error_text(body, text)) from exc
         except (EndPointNotFound, Unauthorized) as exc:
             hint = " (add ?user=…&password=… to the store URL)" if isinstance(exc, Unauthorized) else ""
@@ -444,6 +447,13 @@ def _body(exc: SPARQLWrapperException) -> str:
 
 #: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
 _VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
+
+
+#: words with which SPARQL endpoints say a request does not parse (Oxigraph "error at 3:1:
+#: expected ...", Fuseki "Parse error / Lexical error", GraphDB "MALFORMED QUERY", Virtuoso
+#: "syntax error", rdflib "Expected ...")
+_NOT_PARSED = re.compile(r"syntax|pars|expected|malformed|lexical|unexpected|encountered|"
+                         r"undefined prefix|unknown prefix|error at \d+:\d+", re.IGNORECASE)
 
 
 def _is_syntax_error(body: str) -> bool:
