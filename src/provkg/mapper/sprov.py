@@ -48,7 +48,9 @@ from provkg.spec import Spec
 from provkg.term import Triple, id_from_iri, literal
 from provkg.vocab import XSD
 
-__all__ = ["late_spec_update", "map_task_event", "map_workflow_event", "prospective_triples"]
+__all__ = ["adaptation_invocations_query", "late_change_update", "late_parameter_triples",
+           "map_task_event", "map_workflow_event", "parameter_occurrences_query",
+           "prospective_triples", "uses_query"]
 
 _PARAMETER_ROLES = ("hyperparameter", "model_hyperparameter")
 
@@ -203,38 +205,45 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
 # -- a spec registered after its events ----------------------------------------------------
 
 
-def late_spec_update(spec: Spec, adaptations: list[tuple[str, str, str, str, str, list[str]]],
-                     *, mint: Minter) -> str:
-    """SPARQL Update giving events stored before ``spec`` was known what the spec adds in
-    S-PROV, so the final graph is the one the events would have given with the spec:
-
-    * a value a component used or generated under a hyperparameter role becomes
-      ``s-prov:ComponentParameters`` (and stops being ``s-prov:Data`` unless some other use
-      of it is not a parameter);
-    * each ended adaptation task gets its ``s-prov:Change`` on the component instance it
-      changed (:func:`_changed_component`).
-
-    ``adaptations`` are the stored adaptation invocations of the spec's workflow, found by
-    :func:`adaptation_invocations_query`: (task IRI, its instance IRI, run IRI, run id,
-    process IRI, names of its generated values), IRIs without brackets.
-    """
+def parameter_occurrences_query(spec: Spec, *, mint: Minter) -> str | None:
+    """SELECT ?v ?t: each stored value ``?v`` an invocation ``?t`` of one of ``spec``'s
+    components used or generated under a hyperparameter role (None: the spec has none)."""
     params = [(mint.spec(spec.workflow, t.name), literal(a.name)) for t in spec.transformations
               for a in [*t.used, *t.generated] if a.role in _PARAMETER_ROLES]
-    parts = []
-    if params:
-        rows = " ".join(f"({c} {n})" for c, n in params)
-        occurrence = (f"{{ ?t {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?t }} "
-                      f"?t {A} {SP.Invocation} ; {P.wasAssociatedWith} ?i . ?i {P.actedOnBehalfOf} ?c . "
-                      f"?v {LABEL} ?n .")
-        parts.append(f"INSERT {{ ?v {A} {SP.ComponentParameters} }} "
-                     f"WHERE {{ VALUES (?c ?n) {{ {rows} }} {occurrence} }}")
-        # Data stays when the value has a use that is not a parameter (a run's, another stage's)
-        parts.append(
-            f"DELETE {{ ?v {A} {SP.Data} }} WHERE {{ VALUES (?c ?n) {{ {rows} }} {occurrence} "
-            f"?v {A} {SP.Data} . FILTER NOT EXISTS {{ "
-            f"{{ ?o {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?o }} "
-            f"FILTER NOT EXISTS {{ VALUES (?c2 ?n2) {{ {rows} }} ?o {A} {SP.Invocation} ; "
-            f"{P.wasAssociatedWith} ?i2 . ?i2 {P.actedOnBehalfOf} ?c2 . ?v {LABEL} ?n2 }} }} }}")
+    if not params:
+        return None
+    rows = " ".join(f"({c} {n})" for c, n in params)
+    return (f"SELECT DISTINCT ?v ?t WHERE {{ VALUES (?c ?n) {{ {rows} }} ?i {P.actedOnBehalfOf} ?c . "
+            f"?t {P.wasAssociatedWith} ?i ; {A} {SP.Invocation} . "
+            f"{{ ?t {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?t }} ?v {LABEL} ?n }}")
+
+
+def uses_query(values: list[str]) -> str:
+    """SELECT ?v ?o: every activity ``?o`` that used or generated one of ``values``."""
+    return (f"SELECT DISTINCT ?v ?o WHERE {{ VALUES ?v {{ {' '.join(values)} }} "
+            f"{{ ?o {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?o }} }}")
+
+
+def late_parameter_triples(param_uses: set[tuple[str, str]], all_uses: set[tuple[str, str]]
+                           ) -> tuple[list[Triple], list[Triple]]:
+    """(to add, to remove) for values stored before their spec: a value some component used
+    or generated under a hyperparameter role (``param_uses``: (value, activity) as
+    ``<iri>`` terms) is ``s-prov:ComponentParameters``, and stops being ``s-prov:Data``
+    unless one of its uses (``all_uses``) is not such a use (a run's, another stage's)."""
+    values = {v for v, _ in param_uses}
+    add = [(v, A, SP.ComponentParameters) for v in sorted(values)]
+    other = {v for v, o in all_uses if (v, o) not in param_uses}
+    remove = [(v, A, SP.Data) for v in sorted(values - other)]
+    return add, remove
+
+
+def late_change_update(spec: Spec, adaptations: list[tuple[str, str, str, str, str, list[str]]],
+                       *, mint: Minter) -> str | None:
+    """SPARQL Update giving each ended adaptation invocation stored before ``spec`` was known
+    its ``s-prov:Change`` on the component instance it changed (:func:`_changed_component`),
+    as :func:`_change` does when the spec is known. ``adaptations``: (task IRI, its instance
+    IRI, run IRI, run id, process IRI, names of its generated values), IRIs without brackets,
+    from :func:`adaptation_invocations_query`. None: nothing to add."""
     changes = []
     for task, inst, run, run_id, proc, names in adaptations:
         task_id = id_from_iri(task, "task", base=mint.base)
@@ -246,15 +255,14 @@ def late_spec_update(spec: Spec, adaptations: list[tuple[str, str, str, str, str
         target_inst = mint.other("instance", run_id, target)[:-1] + inst[len(own) - 1:] + ">"
         changes.append(f"(<{task}> {mint.other('change', task_id)} {target_inst} "
                        f"{mint.spec(spec.workflow, target)} <{proc}> <{run}>)")
-    if changes:
-        parts.append(
-            f"INSERT {{ ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
+    if not changes:
+        return None
+    return (f"INSERT {{ ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
             f"{P.atLocation} ?proc ; {SP.qualifiedChange} ?change ; {SP.hasChanged} {literal(True)} ; "
             f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst . "
             f"?change {A} {SP.Change} ; {P.hadActivity} ?task ; {P.atTime} ?time ; {P.entity} ?v }} "
             f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run) {{ {' '.join(changes)} }} "
             f"?v {P.wasGeneratedBy} ?task . OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
-    return " ;\n".join(parts) if parts else "INSERT DATA { }"
 
 
 def adaptation_invocations_query(spec: Spec, *, mint: Minter) -> str | None:

@@ -112,7 +112,7 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     if schema == "typed":
         store.update(_retype_update(spec, base=base))
     elif schema == "sprov":
-        store.update(_sprov_late_update(store, spec, base=base))
+        _sprov_late_spec(store, spec, base=base)
     # the spec itself, for later sessions that are not given it (stored_specs)
     store.update(f"DELETE {{ {wf} {PK.specDocument} ?d }} WHERE {{ {wf} {PK.specDocument} ?d "
                  f"FILTER(!sameTerm(?d, {document})) }}")
@@ -191,16 +191,33 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
     store.update(" ;\n".join(parts))
 
 
-def _sprov_late_update(store: Store, spec: Spec, *, base: str) -> str:
-    """SPARQL Update adding what ``spec`` says about its workflow's already-stored S-PROV
-    events (parameters, adaptation changes): :func:`provkg.mapper.sprov.late_spec_update`."""
+def _sprov_late_spec(store: Store, spec: Spec, *, base: str) -> None:
+    """Add what ``spec`` says about its workflow's already-stored S-PROV events: parameter
+    classes (decided here from two SELECTs: an update with nested NOT EXISTS took minutes on
+    rdflib) and adaptation changes (:mod:`provkg.mapper.sprov`)."""
     mint = Minter(base)
-    query = sprov.adaptation_invocations_query(spec, mint=mint)
-    tasks: dict[tuple[str, ...], list[str]] = {}
+    query = sprov.parameter_occurrences_query(spec, mint=mint)
     if query is not None:
-        for task, inst, run, rid, proc, name in store.select(query).rows:
-            tasks.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
-    return sprov.late_spec_update(spec, [(*key, names) for key, names in tasks.items()], mint=mint)
+        param_uses = {(iri(str(v)), iri(str(t))) for v, t in store.select(query).rows}
+        if param_uses:
+            values = sorted({v for v, _ in param_uses})
+            all_uses: set[tuple[str, str]] = set()
+            for chunk in _chunks(values, 500):
+                all_uses |= {(iri(str(v)), iri(str(o)))
+                             for v, o in store.select(sprov.uses_query(chunk)).rows}
+            add, remove = sprov.late_parameter_triples(param_uses, all_uses)
+            store.add(add)
+            for part in _chunks(remove, 2000):
+                store.update("DELETE DATA { " + " ".join(f"{a} {b} {c} ." for a, b, c in part) + " }")
+    query = sprov.adaptation_invocations_query(spec, mint=mint)
+    if query is None:
+        return
+    tasks: dict[tuple[str, ...], list[str]] = {}
+    for task, inst, run, rid, proc, name in store.select(query).rows:
+        tasks.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
+    update = sprov.late_change_update(spec, [(*key, names) for key, names in tasks.items()], mint=mint)
+    if update is not None:
+        store.update(update)
 
 
 def _retype_update(spec: Spec, *, base: str) -> str:
