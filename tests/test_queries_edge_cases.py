@@ -400,6 +400,12 @@ def test_hyperparameter_pairs_write_a_double_as_a_double(embedded_store):
     embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
     d5 = run_query(embedded_store, "d5", {"workflow": "fit", "measure": "accuracy"}).rows
     assert [r[2] for r in d5] == ["epochs=3; learning_rate=0.01; momentum=1.0"]
+    # the largest double reads back as itself, not as a text that parses to inf
+    embedded_store.clear()
+    events[1]["used"][-2] = {"name": "momentum", "value": 1.7976931348623157e308}
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    d5 = run_query(embedded_store, "d5", {"workflow": "fit", "measure": "accuracy"}).rows
+    assert [r[2] for r in d5] == ["epochs=3; learning_rate=0.01; momentum=1.7976931348623157e+308"]
 
 
 def test_model_hyperparameters_are_hyperparameters_too(store):

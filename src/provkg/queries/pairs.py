@@ -43,12 +43,16 @@ def format_value(value: object) -> str:
     ('0.2110423373281488', '1.9', '0.81')
     >>> format_value(1e-05), format_value(1e16), format_value(-0.0)
     ('1e-05', '1e+16', '-0.0')
+    >>> format_value(1.7976931348623157e308)
+    '1.7976931348623157e+308'
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         short = f"{value:.15g}"
         text = short if float(short) == value else f"{value:.16g}"
+        if abs(float(text)) == float("inf") and abs(value) != float("inf"):
+            text = repr(value)  # near the largest double 16 digits round past it, to inf
         return text if any(c in text for c in ".eni") else text + ".0"  # e: 1e+16, n/i: nan, inf
     return str(value)
 
