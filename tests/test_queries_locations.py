@@ -224,3 +224,6 @@ def test_a_location_with_a_space_is_found_as_the_user_wrote_it(embedded_store):
     assert _trainings(run_query(embedded_store, "q4", {"dataset": written}).rows) == {
         mint_iri("task", "run-9/training")}
     assert find_values(embedded_store, written) == find_values(embedded_store, stored)
+    # and as the path capture.ref was given
+    assert _trainings(run_query(embedded_store, "q4", {"dataset": "/data/my set.h5"}).rows) == {
+        mint_iri("task", "run-9/training")}

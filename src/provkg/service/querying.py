@@ -82,13 +82,19 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
     values = query.parse(params)
     for p in query.parameters:
         given = values.get(p.name)
-        if p.type != "data" or not isinstance(given, str) or ":" not in given:
-            continue  # a location is a URI: it has a scheme
-        if given.startswith(base + "value/"):  # already a captured value's IRI
+        if p.type != "data" or not isinstance(given, str):
+            continue
+        if given.startswith("/"):  # an absolute path: the file: URI capture.ref makes of it
+            forms = [location_form("file://" + given)]
+        elif ":" in given:  # a location is a URI: it has a scheme
+            if given.startswith(base + "value/"):  # already a captured value's IRI
+                continue
+            # as written, then as the capture library stores it (a space percent-encoded)
+            forms = list(dict.fromkeys((given, location_form(given))))
+        else:
             continue
         found: list[str] = []
-        # as written, then as the capture library stores it (a space percent-encoded)
-        for form in dict.fromkeys((given, location_form(given))):
+        for form in forms:
             location = literal(form, XSD.anyURI)
             rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
                                 hide_system_graphs=False)
