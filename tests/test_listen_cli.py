@@ -91,3 +91,25 @@ def test_two_consumers_get_distinct_mqtt_sessions(tmp_path: Path) -> None:
     assert a.mqtt_client != b.mqtt_client
     assert a.mqtt_client == get_settings(queue_dir=str(tmp_path / "serve-queue")).mqtt_client
     assert get_settings(mqtt_client_id="mine").mqtt_client == "mine"
+
+
+def test_listen_says_when_it_cannot_reach_the_broker(tmp_path: Path) -> None:
+    # found by black-box testing: pointed at a dead broker it printed its banner and nothing else
+    from api_support import free_port
+
+    env = {**os.environ, "PROVKG_QUEUE_DIR": str(tmp_path / "queue")}
+    env.pop("PROVKG_STORE", None)
+    log = tmp_path / "listen.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "provkg.cli", "listen", f"mqtt://127.0.0.1:{free_port()}/provkg",
+             "--store", f"oxigraph:{tmp_path / 'store'}"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 40
+            while b"not subscribed after 10 s" not in log.read_bytes():
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+    assert "is the MQTT broker at 127.0.0.1:" in log.read_text()

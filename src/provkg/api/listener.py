@@ -174,8 +174,13 @@ def cmd_listen(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client,
                             max_bytes=settings.max_decompressed_bytes).start()
-    print(f"provkg listening to {args.url} into {settings.store}", flush=True)
+    print(f"provkg listening to {listener.host}:{listener.port} topic {listener.topic} into "
+          f"{settings.store}", flush=True)
     try:
+        # a broker that cannot be reached at start is retried in the background: say so
+        if not stop.wait(10) and not listener.subscribed.is_set():
+            log.warning("not subscribed after 10 s: is the MQTT broker at %s:%s running? "
+                        "(retrying)", listener.host, listener.port)
         stop.wait()
     finally:
         listener.close()
