@@ -224,3 +224,15 @@ def test_rerun_reuses_and_online_starts_over_without_duplicates(demo: dict[str, 
     assert all("read from the store" in line for line in online)
     with open_store(str(demo["store"])) as store:
         assert store.count() == demo["triples"]  # started over: same graph, nothing twice
+
+
+def test_demo_with_a_sink_refuses_a_store_the_server_cannot_share(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: with the default store the demo trained, then waited 60 s
+    # for events the server wrote elsewhere; the store must be an endpoint both reach
+    from provkg.cli import main
+
+    assert main(["demo", "--small", "--sink", "http://127.0.0.1:1", "--store",
+                 f"oxigraph:{tmp_path / 'db'}", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "--store must be the store that server writes to" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "db").exists()  # nothing started

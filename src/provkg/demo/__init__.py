@@ -64,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     settings = {"store": args.store, "sink": args.sink, "out": str(out), "sizes": asdict(sizes)}
     specs = [load_spec(p) for p in sorted((example_dir() / "specs").glob("*.yaml"))]
+    if args.sink and not args.store.split(":", 1)[0].endswith(("+http", "+https")):
+        # a server holds its embedded store, and memory: / rdflib: die with this command: the
+        # events sent would never show in --store (found out after 60 s, at the end)
+        raise ProvkgError(f"--sink sends the events to a server, so --store must be the store that "
+                          f"server writes to, as a SPARQL endpoint both reach (oxigraph+http://..., "
+                          f"virtuoso+http://...); {args.store!r} cannot be")
 
     with open_store(args.store) as store:
         console.rule("[bold]provkg demo[/bold]: a seismic facies classifier, from SEG-Y to model")
