@@ -101,10 +101,22 @@ transformations:
 """
 
 
+def _q4_full_and_summary(store, events):
+    """q4's rows with ROUNDING_SPEC's batches kept in full, then as summaries."""
+    from provkg.mapper import map_events, map_spec
+
+    answers = []
+    for text in (ROUNDING_SPEC, _summary_spec(ROUNDING_SPEC)):
+        store.clear()
+        spec = parse_spec(text)
+        store.add([*map_spec(spec), *map_events(events, {"lc": spec})])
+        answers.append(run_query(store, "q4", {"dataset": "ds"}).rows)
+    return answers
+
+
 def test_summary_seconds_use_the_microseconds_of_the_stored_times(embedded_store):
     # found by black-box testing: 1795290130.8976774 s is .897677 in the batch's dateTime but
     # round(t * 1e6) gave .897678 in the summary, so q4 differed by 1 us between the forms
-    from provkg.mapper import map_events, map_spec
 
     begin, end = 1795290130.8976774, 1795290130.9000633
     events = [{"type": "workflow", "event": "begin", "id": "R", "time": begin - 1, "workflow": "lc"},
@@ -120,13 +132,8 @@ def test_summary_seconds_use_the_microseconds_of_the_stored_times(embedded_store
                "transformation": "epoch"},
               {"type": "task", "event": "end", "id": "T", "time": end + 0.2, "workflow_id": "R",
                "transformation": "training"}]
-    answers = []
-    for text in (ROUNDING_SPEC, _summary_spec(ROUNDING_SPEC)):
-        embedded_store.clear()
-        spec = parse_spec(text)
-        embedded_store.add([*map_spec(spec), *map_events(events, {"lc": spec})])
-        answers.append(run_query(embedded_store, "q4", {"dataset": "ds"}).rows)
-    assert answers[0] == answers[1] and answers[0][0][3] == 0.002386  # .900063 - .897677
+    full, summary = _q4_full_and_summary(embedded_store, events)
+    assert full == summary and full[0][3] == 0.002386  # .900063 - .897677
 
 
 def test_a_value_a_summarised_section_does_not_declare_is_reported_not_silently_dropped():
@@ -156,7 +163,6 @@ def test_a_value_a_summarised_section_does_not_declare_is_reported_not_silently_
 def test_q4_counts_the_same_batches_from_summaries_when_one_never_ended(embedded_store):
     # found by black-box testing: a batch with a begin and no end counted in the summary's
     # q4 `batches` (executionCount) but not in the full form's (it has no duration)
-    from provkg.mapper import map_events, map_spec
 
     t0 = 1_700_000_000.0
     events = [{"type": "workflow", "event": "begin", "id": "R", "time": t0, "workflow": "lc"},
@@ -172,13 +178,8 @@ def test_q4_counts_the_same_batches_from_summaries_when_one_never_ended(embedded
                "transformation": "batch", "parent": "E", "index": 1},
               {"type": "task", "event": "end", "id": "E", "time": t0 + 3, "workflow_id": "R",
                "transformation": "epoch"}]
-    answers = []
-    for text in (ROUNDING_SPEC, _summary_spec(ROUNDING_SPEC)):
-        embedded_store.clear()
-        spec = parse_spec(text)
-        embedded_store.add([*map_spec(spec), *map_events(events, {"lc": spec})])
-        answers.append(run_query(embedded_store, "q4", {"dataset": "ds"}).rows)
-    assert answers[0] == answers[1] == [[mint_iri("task", "T"), 0, 1, 0.5, 0.5, 0.5]]
+    full, summary = _q4_full_and_summary(embedded_store, events)
+    assert full == summary == [[mint_iri("task", "T"), 0, 1, 0.5, 0.5, 0.5]]
 
 
 def test_sprov_says_it_keeps_summarised_sections_in_full():
