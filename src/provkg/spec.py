@@ -383,14 +383,7 @@ def _check(spec: Spec, report: _Report) -> None:
 
 
 def _cyclic(spec: Spec, name: str) -> bool:
-    seen: set[str] = set()
-    t = spec.transformation(name)
-    while t is not None and t.kind == "section" and t.of is not None:
-        if t.name in seen:
-            return True
-        seen.add(t.name)
-        t = spec.transformation(t.of)
-    return False
+    return _raw_cycle({t.name: t.of for t in spec.transformations if t.kind == "section"}, name)
 
 
 def _check_attributes(t: Transformation, where: tuple[Any, ...], stores: dict[str, int],

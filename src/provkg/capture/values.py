@@ -29,9 +29,8 @@ from urllib.parse import quote
 from provkg.capture.report import report_once
 from provkg.term import is_valid_iri
 
-__all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values", "expand_values",
-           "valid_names",
-           "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_ID", "MAX_URI",
+__all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
+           "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_ID", "MAX_URI",
            "MAX_INT_DIGITS"]
 
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
@@ -209,7 +208,7 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
                     raise ValueError(uri)
                 fixed = Path(uri).absolute().as_uri()
             else:
-                fixed = quote(uri, safe=_URI_SAFE)
+                fixed = location_form(uri)
             if iri:  # an IRI has '%' only as %XX: a stray one becomes %25
                 fixed = _STRAY_PERCENT.sub("%25", fixed)
         except ValueError:

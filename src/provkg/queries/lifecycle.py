@@ -278,7 +278,7 @@ def q6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                   order_by=["STR(?seismic_file)"])
 
 
-def _min_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: str,
+def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out: str,
                        schema: str, *, least: bool = True) -> str:
     """The best ``measure`` over the batches of each stage execution, per ``key``: the least
     (``least``: loss), else the greatest (accuracy). Batches are aggregated per epoch first,
@@ -313,13 +313,13 @@ def _q7_columns(where: Where, v: dict[str, object]) -> str:
                   distinct=True, order_by=[f"{direction}(?training_min_batch_loss)", "STR(?model)"])
 
 
-def _q7_where(t: dict[str, str], schema: str, min_batch) -> Where:  # type: ignore[no-untyped-def]
+def _q7_where(t: dict[str, str], schema: str, best_batch) -> Where:  # type: ignore[no-untyped-def]
     anchor = _trainings_on(t, schema)
     validation = [*anchor, P.model("?training", "?model", schema),
                   P.link("?validation prov:used ?model"),
                   P.stage("?validation", "validation", schema)]
     return [
-        min_batch(anchor, "?training", "training", "?training", "?training_min_batch_loss"),
+        best_batch(anchor, "?training", "training", "?training", "?training_min_batch_loss"),
         # the models from the anchored trainings: a bare model pattern beside the sub-select
         # made Oxigraph read every model of the store and hash-join (2,408 at full scale)
         subquery(["?training", "?model"], [*anchor, P.model("?training", "?model", schema)]),
@@ -329,7 +329,7 @@ def _q7_where(t: dict[str, str], schema: str, min_batch) -> Where:  # type: igno
         optional(_pairs(anchor, "?training",
                         P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
                         "?evaluations")),
-        optional(min_batch(validation, "?validation", "validation", "?model",
+        optional(best_batch(validation, "?validation", "validation", "?model",
                            "?validation_min_batch_loss")),
         optional(_pairs(validation, "?model",
                         P.model_evaluation("?validation", "?e", "?value", schema, name="?name"),
@@ -340,7 +340,7 @@ def _q7_where(t: dict[str, str], schema: str, min_batch) -> Where:  # type: igno
 def q7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     least = lower_is_better(str(v["measure"]))
 
-    def min_batch(anchor: Where, stage: str, kind: str, key: str, out: str) -> str:
-        return _min_batch_measure(anchor, stage, kind, key, out, schema, least=least)
+    def best_batch(anchor: Where, stage: str, kind: str, key: str, out: str) -> str:
+        return _best_batch_measure(anchor, stage, kind, key, out, schema, least=least)
 
-    return _q7_columns(_q7_where(t, schema, min_batch), v)
+    return _q7_columns(_q7_where(t, schema, best_batch), v)

@@ -66,17 +66,32 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
 
     Raises:
         NotFound: none."""
-    # a location: every value captured there (as written, then as capture.ref stores it)
-    for form in dict.fromkeys((value_id, location_form(value_id))):
-        if is_valid_iri(form):
-            rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(form, XSD.anyURI)} }} "
-                                "ORDER BY ?v").rows
-            if rows:
-                return [iri(str(row[0])) for row in rows]
+    found = values_at_location(store, value_id)
+    if found:
+        return found
     value = iri(mint_iri("value", value_id, base=base))
     if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
         return [value]
     raise NotFound(f"no captured value with id or location {value_id!r} in the store")
+
+
+def values_at_location(store: Store, location: str) -> list[str]:
+    """The terms of every value captured at ``location``, sorted; [] for none. The location
+    is read as written, then as ``capture.ref`` stores it (a space percent-encoded); an
+    absolute path as the ``file:`` URI ``capture.ref`` makes of it. Not a URI or a path: []."""
+    if location.startswith("/"):
+        forms = [location_form("file://" + location)]
+    elif ":" in location:  # a URI has a scheme
+        forms = list(dict.fromkeys((location, location_form(location))))
+    else:
+        return []
+    for form in forms:  # a literal: any text is safe in it (a client may have sent a space)
+        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(form, XSD.anyURI)} }}",
+                            hide_system_graphs=False)
+        found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
+        if found:
+            return found
+    return []
 
 
 def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, str]]:

@@ -20,11 +20,11 @@ from provkg.errors import BadParameter
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.json_values import json_cell
-from provkg.capture.values import location_form
+from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
-from provkg.term import Triple, iri, is_valid_iri, literal, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROV, PROVLAKE, XSD
+from provkg.term import Triple, iri, ntriples_line
+from provkg.vocab import DEFAULT_BASE, PROV
 
 __all__ = [
     "cmd_query",
@@ -82,25 +82,9 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
     values = query.parse(params)
     for p in query.parameters:
         given = values.get(p.name)
-        if p.type != "data" or not isinstance(given, str):
-            continue
-        if given.startswith("/"):  # an absolute path: the file: URI capture.ref makes of it
-            forms = [location_form("file://" + given)]
-        elif ":" in given:  # a location is a URI: it has a scheme
-            if given.startswith(base + "value/"):  # already a captured value's IRI
-                continue
-            # as written, then as the capture library stores it (a space percent-encoded)
-            forms = list(dict.fromkeys((given, location_form(given))))
-        else:
-            continue
-        found: list[str] = []
-        for form in forms:
-            location = literal(form, XSD.anyURI)
-            rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {iri(PROVLAKE.location)} {location} }}",
-                                hide_system_graphs=False)
-            found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
-            if found:
-                break
+        if p.type != "data" or not isinstance(given, str) or given.startswith(base + "value/"):
+            continue  # (a captured value's IRI is one already)
+        found = values_at_location(store, given)
         if not found:
             continue  # read as an id (the default)
         own = term_for(p, given, base=base)
@@ -240,7 +224,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def _note_snapshot(store: Store) -> None:
-    if getattr(store, "snapshot", False):
+    if store.snapshot:
         print(f"note: {store.url} is in use by another process (an ingest or a server): "
               "answering from what it had written when this command started", file=sys.stderr)
 

@@ -36,7 +36,7 @@ from provkg.store.base import Rows, Store
 __all__ = ["open_store", "store_dialect", "Store", "Rows", "STORE_SCHEMES"]
 
 
-def _oxigraph(rest: str, url: str, read_only: bool = False) -> Store:
+def _oxigraph(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
     if not rest:
@@ -45,13 +45,13 @@ def _oxigraph(rest: str, url: str, read_only: bool = False) -> Store:
     return OxigraphStore(rest, url=url, read_only=read_only)
 
 
-def _memory(rest: str, url: str) -> Store:
+def _memory(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
     return OxigraphStore(None, url=url)
 
 
-def _rdflib(rest: str, url: str) -> Store:
+def _rdflib(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.rdflib_store import RdflibStore
 
     if rest:  # it holds nothing on disk: a path here would be silently forgotten at exit
@@ -61,14 +61,15 @@ def _rdflib(rest: str, url: str) -> Store:
     return RdflibStore(url=url)
 
 
-def _sparql(rest: str, url: str) -> Store:
+def _sparql(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.sparql_store import open_endpoint
 
     return open_endpoint(url)
 
 
-#: URL scheme -> factory(rest of the URL after "scheme:", whole URL); imports are lazy
-STORE_SCHEMES: dict[str, Callable[[str, str], Store]] = {
+#: URL scheme -> factory(rest of the URL after "scheme:", whole URL, read_only: only the
+#: on-disk store has a lock another process may hold); imports are lazy
+STORE_SCHEMES: dict[str, Callable[[str, str, bool], Store]] = {
     "oxigraph": _oxigraph,
     "memory": _memory,
     "rdflib": _rdflib,
@@ -115,7 +116,7 @@ def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> 
         raise NotFound(f"no store in {rest!r} (store URL {url!r}): load or ingest into it first, "
                        "or give --store / $PROVKG_STORE")
     try:
-        return factory(rest, url, read_only) if factory is _oxigraph else factory(rest, url)
+        return factory(rest, url, read_only)
     except ImportError as exc:  # a backend's package is not installed
         raise StoreUnavailable(f"store {url!r} needs the package {exc.name!r}: "
                                f"pip install {exc.name}") from exc

@@ -72,6 +72,9 @@ class Store(ABC):
     url: str = ""
     #: how canned queries are rendered for this store (``provkg.queries.builder.DIALECTS``)
     query_dialect: str = "standard"
+    #: opened read-only because another process holds it (``open_store(..., read_only=True)``):
+    #: the store answers from what was written when it was opened, and refuses writes
+    snapshot: bool = False
     #: how many ``add`` calls may run at once from different threads (bulk ingest keeps this
     #: many loads in flight); 1 for stores that are not safe to write from several threads
     parallel_adds: int = 1

@@ -78,9 +78,6 @@ class OxigraphStore(Store):
                  read_only: bool = False):
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
-        #: opened read-only because another process holds the folder's lock: this store
-        #: sees what was written when it was opened, and refuses writes
-        self.snapshot = False
         if self.directory is not None:
             _check_store_folder(self.directory, self.url)
         try:
