@@ -20,7 +20,7 @@ KILLS = 5
 
 
 @pytest.mark.slow
-def test_kill_9_five_times_during_a_100k_event_stream(tmp_path: Path) -> None:
+def test_kill_9_five_times_during_a_100k_event_stream(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     server = ApiServer(tmp_path / "server").start()
     spool = tmp_path / "spool"
     rng = random.Random(7)
@@ -63,7 +63,10 @@ def test_kill_9_five_times_during_a_100k_event_stream(tmp_path: Path) -> None:
         }, headers={"Accept": "application/vnd.provkg.rows+json"}).json()["rows"]
         assert rows == [[TASKS, TASKS]], "each task's begin exactly once"
         assert ends == [[TASKS]], "each task's end exactly once"
-        assert server.log().count("replaying") >= 1 or report.events > 0
+        # the kills were felt: the server replayed its on-disk queue, or the client spooled (and
+        # re-sent the spool itself once the server was back, or left it to the replay above)
+        client_spooled = "spooling to" in caplog.text
+        assert server.log().count("replaying") >= 1 or report.events > 0 or client_spooled
         assert "Traceback" not in server.log()
     finally:
         for restart in restarts:
