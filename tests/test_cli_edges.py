@@ -191,3 +191,40 @@ def test_query_and_sparql_read_a_store_another_process_is_writing(tmp_path, caps
         assert "is another provkg process" in capsys.readouterr().err
     finally:
         holder.communicate("\n", timeout=30)
+
+
+def test_an_empty_answer_says_why_when_the_store_can_tell(tmp_path: Path, capsys) -> None:
+    """A canned query that finds nothing names a parameter the store does not hold, or the
+    schema the data were mapped in; on stderr, so --format json stays parseable."""
+    from lifecycle import build_lifecycle, load_lifecycle
+
+    from provkg.store import open_store
+
+    lc = build_lifecycle()
+    url = f"oxigraph:{tmp_path / 'db'}"
+    with open_store(url) as store:
+        load_lifecycle(store, lc, schema="tagged")
+    training = lc.trainings[0].id
+
+    # the data are tagged: the typed form finds nothing, the note says where the rows are
+    assert main(["query", "d3", "-p", f"training={training}", "--format", "json", "--store", url]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["rows"] == []
+    assert "with --schema tagged the same query has" in out.err
+    assert main(["query", "d3", "-p", f"training={training}", "--schema", "tagged", "--format",
+                 "json", "--store", url]) == 0
+    out = capsys.readouterr()
+    assert len(json.loads(out.out)["rows"]) == len(lc.trainings[0].epochs) and out.err == ""
+
+    # a task id, workflow name or value location that names nothing
+    assert main(["query", "d3", "-p", "training=no-such-training", "--schema", "tagged",
+                 "--store", url]) == 0
+    assert "the store has no task id 'no-such-training' (parameter training)" in capsys.readouterr().err
+    assert main(["query", "d4", "-p", "workflow=flower-trainin", "--store", url]) == 0
+    assert "no workflow (spec name) 'flower-trainin'" in capsys.readouterr().err
+    assert main(["query", "q3", "-p", "dataset=file:///nowhere.h5", "--store", url]) == 0
+    assert "no captured value (id or location) 'file:///nowhere.h5'" in capsys.readouterr().err
+    # ... and a real workflow in the right schema with no rows says nothing misleading
+    assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr",
+                 "-p", "value=12345", "--schema", "tagged", "--store", url]) == 0
+    assert capsys.readouterr().err == ""

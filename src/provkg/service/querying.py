@@ -35,6 +35,7 @@ __all__ = [
     "render_query",
     "run_query",
     "run_sparql",
+    "why_empty",
 ]
 
 _READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
@@ -71,6 +72,46 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
     # canned queries match provkg's vocabularies only: no need to hide a store's own graphs
     rows = store.select(text, timeout=timeout, hide_system_graphs=False)
     return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
+
+
+_WHAT = {"data": "captured value (id or location)", "task": "task id",
+         "workflow": "workflow (spec name)"}
+
+
+def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str,
+              base: str = DEFAULT_BASE, timeout: float = 10.0) -> list[str]:
+    """Why canned query ``name`` gave no rows, as far as cheap checks tell: a task, data or
+    workflow parameter that names nothing in the store (a typo, or another run's id), or
+    rows the same query has in another schema (data mapped with another ``--schema``).
+    Each schema check is bounded by ``timeout`` seconds; one that runs out says nothing."""
+    from provkg.errors import QueryTimeout
+
+    query = get_query(name)
+    values = query.parse(params)
+    located = _values_at_locations(store, query, params, base=base)
+    notes = []
+    for p in query.parameters:
+        if p.type not in _WHAT or values.get(p.name) is None:
+            continue
+        terms = " ".join(located.get(p.name) or (term_for(p, values[p.name], base=base),))
+        if not (store.ask(f"ASK {{ VALUES ?x {{ {terms} }} ?x ?p ?o }}")
+                or store.ask(f"ASK {{ VALUES ?x {{ {terms} }} ?s ?p ?x }}")):
+            notes.append(f"the store has no {_WHAT[p.type]} {values[p.name]!r} "
+                         f"(parameter {p.name})")
+    if notes:
+        return notes
+    for other in query.schemas:
+        if other == schema:
+            continue
+        try:
+            found = run_query(store, name, params, schema=other, base=base, timeout=timeout)
+        except QueryTimeout:
+            continue
+        if found.rows:
+            notes.append(f"with --schema {other} the same query has {len(found.rows)} "
+                         f"row{'s' if len(found.rows) != 1 else ''}: the data were mapped "
+                         f"in the {other} schema, not {schema}")
+    return notes
 
 
 def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, object], *,
@@ -219,7 +260,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     with open_store(args.store, existing=True, read_only=True) as store:
         _note_snapshot(store)
         rows = run_query(store, args.name, params, schema=schema)
+        notes = [] if rows.rows else why_empty(store, args.name, params, schema=schema)
     print(format_rows(rows, args.format))
+    for note in notes:  # on stderr: --format json / csv output stays clean
+        print(f"note: no rows: {note}", file=sys.stderr)
     return 0
 
 
