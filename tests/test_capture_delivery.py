@@ -218,3 +218,44 @@ def test_the_file_sinks_folder_deleted_during_a_run_is_created_again(tmp_path, c
         events += parse_events_jsonl(data.decode().splitlines(), source=str(path))
     keys = {(e.id, e.event) for e in events}
     assert keys == {(t.id, kind) for t in after for kind in ("begin", "end")} | {(wf.id, "end")}
+
+
+def test_provkg_replay_run_beside_a_live_spooling_run_loses_no_event(tmp_path):
+    """Found by black-box testing: a cron job running `provkg replay` on the spool while the
+    run still spooled (receiver down) lost whole blocks of events: replay deleted a segment
+    the run had appended to after replay read it. Now a segment open for appends is locked
+    and replay leaves it alone; every event is re-sent or still spooled."""
+    spool, out = tmp_path / "spool", tmp_path / "out"
+    provkg = Path(sys.executable).with_name("provkg")
+    stop = threading.Event()
+    codes: list[int] = []
+
+    def cron() -> None:
+        k = 0
+        while not stop.is_set():
+            if spool.exists():
+                codes.append(subprocess.run([str(provkg), "replay", str(spool), "--to",
+                                             f"file:{out / str(k)}"], capture_output=True).returncode)
+                k += 1
+            time.sleep(0.02)
+
+    replayer = threading.Thread(target=cron)
+    replayer.start()
+    n, t0 = 0, time.monotonic()
+    try:
+        with capture.workflow("race", sink="http://127.0.0.1:9", run_id="RACE", spool=spool,
+                              flush_timeout=1, batch_size=20, linger=0.02) as wf:
+            while time.monotonic() - t0 < 4 or len(codes) < 5:
+                with wf.task("step", index=n) as t:
+                    t.generate(i=n)
+                n += 1
+                time.sleep(0.0003)
+    finally:
+        stop.set()
+        replayer.join()
+    assert len(codes) >= 5 and set(codes) == {0}
+    found = {(e["id"], e["event"]) for f in [*out.rglob("*.jsonl"), *spool_segments(spool)]
+             for e in read_segment(f)}
+    expected = {("RACE", "begin"), ("RACE", "end")} | {
+        (f"RACE.{i + 1}", ev) for i in range(n) for ev in ("begin", "end")}
+    assert not expected - found, f"{len(expected - found)} of {len(expected)} events lost"

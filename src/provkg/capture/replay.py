@@ -23,7 +23,7 @@ from typing import Any
 from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
 from provkg.capture.sink import SinkRejected, open_sink, send_in_halves
-from provkg.capture.spool import spool_segments
+from provkg.capture.spool import claim_segment, spool_segments
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
 
 __all__ = ["replay", "ReplayReport", "cmd_replay"]
@@ -38,6 +38,8 @@ class ReplayReport:
     segments: int = 0
     events: int = 0
     rejected: int = 0
+    #: segments a live run was still appending to: left to it (or to a later replay)
+    skipped: int = 0
 
 
 #: one spooled event: its line (newline-terminated JSON), the decoded event, its run
@@ -60,37 +62,49 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
     report = ReplayReport()
     try:
         for segment in spool_segments(root):
-            try:
-                items = _read(segment)
-            except FileNotFoundError:  # delivered meanwhile by the run that wrote it
+            # locked: a live run appending to it (it re-sends it itself); gone: delivered meanwhile
+            held = claim_segment(segment)
+            if held is None:
+                report.skipped += segment.exists()
                 continue
-            # a file of rejected/ keeps what is refused again (no rejected/rejected)
-            in_place = segment.parent == rejected_folder
-            refused: list[tuple[bytes, str]] = []
-            for start in range(0, len(items), batch_size):
-                chunk = items[start:start + batch_size]
-                unsent, failure = _send(sink, send_lines, chunk, refused, report)
-                if failure is not None:
-                    rest = [line for line, _, _ in unsent + items[start + len(chunk):]]
-                    if in_place:
-                        _rewrite(segment, [line for line, _ in refused] + rest, refused)
-                    else:
-                        _keep_rejected(rejected_folder, segment, refused)
-                        _rewrite(segment, rest)
-                    raise StoreUnavailable(f"{to} did not take a batch from {segment}: {failure} "
-                                           f"({report.events} events re-sent so far; run again "
-                                           "when it is back)") from failure
-            if in_place and refused:
-                _rewrite(segment, [line for line, _ in refused], refused)
-            else:
-                _keep_rejected(rejected_folder, segment, refused)
-                segment.unlink(missing_ok=True)
-                if in_place:  # the receiver's message about events that are gone now
-                    segment.with_suffix(".txt").unlink(missing_ok=True)
-            report.segments += 1
+            try:
+                _replay_segment(segment, held, sink, send_lines, rejected_folder, report,
+                                batch_size=batch_size, to=to)
+            finally:
+                held.close()  # (after the unlink or rewrite: no writer appends in between)
     finally:
         sink.close()
     return report
+
+
+def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, rejected_folder: Path,
+                    report: ReplayReport, *, batch_size: int, to: str) -> None:
+    """Send one claimed segment; delete it, or keep in it what was not delivered."""
+    items = _read(held.read(), segment)
+    # a file of rejected/ keeps what is refused again (no rejected/rejected)
+    in_place = segment.parent == rejected_folder
+    refused: list[tuple[bytes, str]] = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start:start + batch_size]
+        unsent, failure = _send(sink, send_lines, chunk, refused, report)
+        if failure is not None:
+            rest = [line for line, _, _ in unsent + items[start + len(chunk):]]
+            if in_place:
+                _rewrite(segment, [line for line, _ in refused] + rest, refused)
+            else:
+                _keep_rejected(rejected_folder, segment, refused)
+                _rewrite(segment, rest)
+            raise StoreUnavailable(f"{to} did not take a batch from {segment}: {failure} "
+                                   f"({report.events} events re-sent so far; run again "
+                                   "when it is back)") from failure
+    if in_place and refused:
+        _rewrite(segment, [line for line, _ in refused], refused)
+    else:
+        _keep_rejected(rejected_folder, segment, refused)
+        segment.unlink(missing_ok=True)
+        if in_place:  # the receiver's message about events that are gone now
+            segment.with_suffix(".txt").unlink(missing_ok=True)
+    report.segments += 1
 
 
 def _send(sink: Any, send_lines: Any, batch: list[_Item], refused: list[tuple[bytes, str]],
@@ -123,10 +137,10 @@ def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
             start = end
 
 
-def _read(segment: Path) -> list[_Item]:
+def _read(data: bytes, segment: Path) -> list[_Item]:
     """The events of a segment; a line that is not JSON (a torn write) is skipped and logged."""
     items: list[_Item] = []
-    for n, line in enumerate(segment.read_bytes().splitlines(), 1):
+    for n, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -180,7 +194,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise BadParameter(f"--to: {exc}") from exc
     print(f"re-sent {report.events} events from {report.segments} segments to {args.to}"
           + (f"; {report.rejected} rejected (see {_rejected_folder(Path(args.spool))})"
-             if report.rejected else ""),
+             if report.rejected else "")
+          + (f"; {report.skipped} segments left alone: a running workflow is still writing "
+             "them (it re-sends them itself)" if report.skipped else ""),
           file=sys.stderr)
     return 0
 

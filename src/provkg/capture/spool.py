@@ -17,6 +17,12 @@ Several processes may spool events of one run (a forked child, a worker that rec
 workflow): each writes segments of its own (its pid is in their names) and re-sends only those.
 When a run's owner closes, it also re-sends the segments left by processes that have exited
 (``adopt_orphans``): a worker killed before its background thread caught up loses nothing.
+
+A segment open for appends is held under an exclusive ``flock``; ``provkg replay`` takes a
+segment only when it gets that lock without waiting (``claim_segment``) and skips it otherwise,
+so a replay run while the workflow still spools never deletes lines appended after it read the
+file. The writer never waits for the lock either: a segment a replay holds is left to it, and
+the events go to a new segment.
 """
 
 from __future__ import annotations
@@ -31,9 +37,14 @@ from typing import Any
 
 import orjson
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks (a replay must not run beside a live run there)
+    fcntl = None  # type: ignore[assignment]
+
 from provkg.capture.report import report_once
 
-__all__ = ["Spool", "spool_segments", "read_segment", "read_segment_lines", "DEFAULT_SPOOL",
+__all__ = ["Spool", "claim_segment", "spool_segments", "read_segment", "read_segment_lines", "DEFAULT_SPOOL",
            "DEFAULT_SPOOL_BYTES"]
 
 DEFAULT_SPOOL = "provkg-spool"
@@ -77,6 +88,33 @@ def read_segment_lines(path: Path) -> list[bytes]:
         report_once(("torn", str(path)), f"spool {path}: the last line is incomplete (torn write?); skipped")
         lines.pop()
     return lines
+
+
+def _lock(f: Any) -> bool:
+    """Take the exclusive lock on an open segment without waiting; False: another holds it."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def claim_segment(path: Path) -> Any:
+    """``path`` opened for reading under its exclusive lock (close it to let go), or None when a
+    live process is appending to it (it re-sends that segment itself) or it is gone."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    if not _lock(f):
+        f.close()
+        return None
+    if os.fstat(f.fileno()).st_nlink == 0:  # deleted while we waited: delivered meanwhile
+        f.close()
+        return None
+    return f
 
 
 def _count_lines(path: Path) -> int:
@@ -171,23 +209,7 @@ class Spool:
                     self.append_lines(lines[:fit])
                 return False
             try:
-                if self._file is not None and os.fstat(self._file.fileno()).st_nlink == 0:
-                    # the open segment was taken meanwhile (a `provkg replay`): start another
-                    self._file.close()
-                    if self._current is not None:
-                        self._lines.pop(self._current, None)
-                    self._file = self._current = None
-                if self._current is None or self._current_size >= _SEGMENT_BYTES:
-                    self._seal()
-                    self.directory.mkdir(parents=True, exist_ok=True)
-                    self._current = self.directory / \
-                        f"{time.time_ns():020d}-{os.getpid()}-{next(_seq):08d}.jsonl"
-                    self._current_size = self._current_lines = 0
-                    self._current_since = time.monotonic()
-                f = self._file
-                if f is None or self._file_pid != os.getpid():  # (a forked child never reuses it)
-                    f = self._file = open(self._current, "ab", buffering=0)
-                    self._file_pid = os.getpid()
+                f = self._segment_for_appends()
                 try:
                     write_all(f, data)
                 except OSError:
@@ -205,6 +227,37 @@ class Spool:
             self._bytes += len(data)
             self.spooled_events += len(lines)
             return True
+
+    def _segment_for_appends(self) -> Any:
+        """The current segment, open and locked for appends; a new one when there is none, it
+        is full, or a `provkg replay` holds or took it (its events are that replay's now)."""
+        while True:
+            if self._current is None or self._current_size >= _SEGMENT_BYTES:
+                self._seal()
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._current = self.directory / \
+                    f"{time.time_ns():020d}-{os.getpid()}-{next(_seq):08d}.jsonl"
+                self._current_size = self._current_lines = 0
+                self._current_since = time.monotonic()
+            f = self._file
+            if f is None or self._file_pid != os.getpid():  # (a forked child never reuses it)
+                f = open(self._current, "ab", buffering=0)
+                if not _lock(f):
+                    f.close()
+                    self._forget_current()
+                    continue
+                self._file, self._file_pid = f, os.getpid()
+            if os.fstat(f.fileno()).st_nlink == 0:  # a replay took it while it was not open
+                f.close()
+                self._file = None
+                self._forget_current()
+                continue
+            return f
+
+    def _forget_current(self) -> None:
+        if self._current is not None:
+            self._lines.pop(self._current, None)
+        self._current = None
 
     def release(self) -> None:
         """Close the segment kept open for appends (a later append opens it again)."""
