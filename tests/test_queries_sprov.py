@@ -198,3 +198,22 @@ def test_s1_lists_each_edge_once_at_its_shortest_distance(store):
         (v("base"), v("c1"), t("t-base"), 3), (v("c1"), v("c2"), t("t-c1"), 4),
         (v("c2"), v("c1"), t("t-c2"), 5)}
     assert len(rows) == 7
+
+
+def test_s3_counts_a_running_invocation_and_its_begin_as_the_last_event(store):
+    """Found by black-box testing: one invocation still running made s3's last_event_time
+    null on Oxigraph (MAX over an unbound value) and the last end on rdflib; S-PROV's
+    lastEventTime is the latest event of any kind, here the running invocation's begin."""
+    from provkg.mapper import map_events, map_spec
+
+    spec = parse_spec(GRAPH_SPEC)
+    events = [e for e in _graph_events() if e["id"] in ("t-left", "t-right")]
+    common = {"type": "task", "id": "t-run", "workflow_id": "g-run", "transformation": "step"}
+    events += [{**common, "event": "begin", "time": T0 + 5},
+               {"type": "workflow", "id": "g-run", "workflow": "graph-prep", "event": "begin",
+                "time": T0}]
+    store.add([*map_spec(spec, schema="sprov"),
+               *map_events(events, {"graph-prep": spec}, schema="sprov")])
+    rows = run_query(store, "s3", {"workflow": "graph-prep"}, schema="sprov").rows
+    assert [(r[0], r[1], _parse(r[2])) for r in rows] == [
+        (mint_iri("spec", "graph-prep", "step"), 3, _utc(T0 + 5))]
