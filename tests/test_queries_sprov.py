@@ -217,3 +217,53 @@ def test_s3_counts_a_running_invocation_and_its_begin_as_the_last_event(store):
     rows = run_query(store, "s3", {"workflow": "graph-prep"}, schema="sprov").rows
     assert [(r[0], r[1], _parse(r[2])) for r in rows] == [
         (mint_iri("spec", "graph-prep", "step"), 3, _utc(T0 + 5))]
+
+
+SPLIT_SPEC = """\
+workflow: s2b
+phase: learning
+transformations:
+  - name: step
+    used: [{name: threshold, role: hyperparameter}]
+  - name: training
+    kind: training
+    used: [{name: learning_rate, role: hyperparameter}]
+  - name: adaptation
+    kind: adaptation
+    used: [{name: technique}]
+    generated: [{name: learning_rate, role: hyperparameter}, {name: threshold, role: hyperparameter}]
+"""
+
+
+def _split_events() -> list[dict]:
+    def task(tid: str, tr: str, begin: float, end: float, used=(), generated=(), **kw) -> list[dict]:
+        common = {"type": "task", "id": tid, "workflow_id": "R", "transformation": tr, **kw}
+        return [{**common, "event": "begin", "time": begin, "used": list(used)},
+                {**common, "event": "end", "time": end, "status": "finished",
+                 "generated": list(generated)}]
+    return [{"type": "workflow", "id": "R", "workflow": "s2b", "event": "begin", "time": T0},
+            *task("tr", "training", T0 + 1, T0 + 90, used=[{"name": "learning_rate", "value": 0.1}]),
+            *task("a1", "adaptation", T0 + 10, T0 + 11, parent="tr",
+                  generated=[{"name": "learning_rate", "value": 0.05},
+                             {"name": "threshold", "value": 0.7}]),
+            *task("a2", "adaptation", T0 + 20, T0 + 21, parent="tr",
+                  generated=[{"name": "threshold", "value": 0.9}])]
+
+
+@pytest.mark.parametrize("spec_first", [True, False])
+def test_s2_puts_each_adapted_value_on_the_component_that_uses_it(embedded_store, spec_first):
+    """Found by black-box testing: an adaptation of the training's learning rate and of a
+    step's threshold was put on the adaptation's own instance. Each value now changes the
+    stage that uses it (a change per component); the same whether the spec came first."""
+    from provkg.service.ingest import ingest_events, register_spec
+
+    spec = parse_spec(SPLIT_SPEC)
+    if spec_first:
+        ingest_events(embedded_store, _split_events(), specs=[spec], schema="sprov")
+    else:
+        ingest_events(embedded_store, _split_events(), schema="sprov")
+        register_spec(embedded_store, spec, schema="sprov")
+    rows = run_query(embedded_store, "s2", {"workflow": "s2b"}, schema="sprov").rows
+    got = sorted((r[0].rsplit("/", 1)[-1], r[1].split("/change/", 1)[1], r[2]) for r in rows)
+    assert got == [("step", "a1/step", "threshold=0.7"), ("step", "a2", "threshold=0.9"),
+                   ("training", "a1/training", "learning_rate=0.05")]

@@ -26,7 +26,8 @@ Mapping (every IRI minted from ids, so any order of events gives the same graph)
                          <change/T>    a s-prov:Change ; prov:entity <value/NEW> ; prov:atTime t ;
                                        prov:hadActivity <task/T>
                          (X: the one stage of the spec that uses the adapted hyperparameter;
-                          the adaptation's own transformation when there is none or several)
+                          the adaptation's own transformation when there is none or several;
+                          values of several stages: a change per stage, <change/T/X>)
 """
 
 from __future__ import annotations
@@ -184,22 +185,42 @@ def _changed_component(spec: Spec | None, adaptation: str, names: list[str]) -> 
     return users.pop() if len(users) == 1 else adaptation
 
 
+def _change_targets(spec: Spec | None, adaptation: str, names: list[str]) -> dict[str, list[str]]:
+    """The components an adaptation changed, each with the names it changed there: a value
+    goes to the one stage that uses its name (:func:`_changed_component`), so an adaptation
+    of a training's learning rate and of a filter's threshold changes both."""
+    targets: dict[str, list[str]] = {}
+    for name in names:
+        targets.setdefault(_changed_component(spec, adaptation, [name]), []).append(name)
+    return targets
+
+
+def _change_id(task_id: str, target: str, targets: dict[str, list[str]]) -> tuple[str, ...]:
+    """The parts of a change's IRI: ``change/T``, or ``change/T/<component>`` per component
+    when the adaptation changed several."""
+    return (task_id,) if len(targets) == 1 else (task_id, target)
+
+
 def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: MapState,
             out: list[Triple]) -> None:
     generated = e.get("generated") or []
     if not generated:
         return
-    target = _changed_component(wt.spec, tt.name, [v["name"] for v in generated])
-    inst = _instance(e, target, st, out, st.transformation(wt, target).term if target != tt.name else tt.term)
-    change = st.mint.other("change", e["id"])
+    targets = _change_targets(wt.spec, tt.name, [v["name"] for v in generated])
     at = st.time(e["time"])
-    if at is not None:
-        out.append((change, P.atTime, at))
-    out += [(change, A, SP.Change), (change, P.hadActivity, st.mint.task(e["id"])), (inst, SP.qualifiedChange, change),
-            (inst, SP.hasChanged, literal(True))]
-    for v in generated:
-        vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(e["id"], v["name"], used=False))
-        out += [(inst, SP.wasChangedWith, vt), (change, P.entity, vt)]
+    for target, names in targets.items():
+        inst = _instance(e, target, st, out,
+                         st.transformation(wt, target).term if target != tt.name else tt.term)
+        change = st.mint.other("change", *_change_id(e["id"], target, targets))
+        if at is not None:
+            out.append((change, P.atTime, at))
+        out += [(change, A, SP.Change), (change, P.hadActivity, st.mint.task(e["id"])),
+                (inst, SP.qualifiedChange, change), (inst, SP.hasChanged, literal(True))]
+        for v in generated:
+            if v["name"] in names:
+                vt = st.mint.value(v.get("id") or v.get("location")
+                                   or default_value_id(e["id"], v["name"], used=False))
+                out += [(inst, SP.wasChangedWith, vt), (change, P.entity, vt)]
 
 
 # -- a spec registered after its events ----------------------------------------------------
@@ -250,19 +271,22 @@ def late_change_update(spec: Spec, adaptations: list[tuple[str, str, str, str, s
         adaptation = _adaptation_name(spec, inst, run_id, mint)
         if task_id is None or adaptation is None:
             continue
-        target = _changed_component(spec, adaptation, names)
+        targets = _change_targets(spec, adaptation, sorted(set(names)))
         own = mint.other("instance", run_id, adaptation)[:-1]  # without '>': host / pid follow
-        target_inst = mint.other("instance", run_id, target)[:-1] + inst[len(own) - 1:] + ">"
-        changes.append(f"(<{task}> {mint.other('change', task_id)} {target_inst} "
-                       f"{mint.spec(spec.workflow, target)} <{proc}> <{run}>)")
+        for target, changed in targets.items():
+            target_inst = mint.other("instance", run_id, target)[:-1] + inst[len(own) - 1:] + ">"
+            change = mint.other("change", *_change_id(task_id, target, targets))
+            changes += [f"(<{task}> {change} {target_inst} {mint.spec(spec.workflow, target)} "
+                        f"<{proc}> <{run}> {literal(name)})" for name in changed]
     if not changes:
         return None
     return (f"INSERT {{ ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
             f"{P.atLocation} ?proc ; {SP.qualifiedChange} ?change ; {SP.hasChanged} {literal(True)} ; "
             f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst . "
             f"?change {A} {SP.Change} ; {P.hadActivity} ?task ; {P.atTime} ?time ; {P.entity} ?v }} "
-            f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run) {{ {' '.join(changes)} }} "
-            f"?v {P.wasGeneratedBy} ?task . OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
+            f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run ?name) {{ {' '.join(changes)} }} "
+            f"?v {P.wasGeneratedBy} ?task ; {LABEL} ?name . "
+            f"OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
 
 
 def adaptation_invocations_query(spec: Spec, *, mint: Minter) -> str | None:
