@@ -228,3 +228,45 @@ def test_a_chain_of_dependent_tasks_does_not_keep_old_tasks_alive():
     assert all(type(t.parent) is str and all(type(d) is str for d in t.dependencies) for t in tasks)
     begins = [e for e in sink.events if e["type"] == "task" and e["event"] == "begin"]
     assert [e.get("dependencies") for e in begins] == [None] + [[t.id] for t in [first] + tasks[:-1]]
+
+
+def test_the_innermost_with_block_is_the_current_run_for_track():
+    """Found by black-box testing: with two runs active, @track and current_workflow() took
+    the outer run (or one begun earlier with begin()) instead of the innermost `with` block's,
+    and lost the parent task."""
+    sink = capture.MemorySink()
+
+    @capture.track
+    def f(x):
+        return x
+
+    with capture.workflow("outer", sink=sink, run_id="OUT"):
+        with capture.workflow("inner", sink=sink, run_id="IN") as inner, inner.task("t2") as t2:
+            assert capture.current_workflow() is inner
+            f(1)
+    a = capture.workflow("a", sink=sink, run_id="A").begin()
+    with capture.workflow("b", sink=sink, run_id="B") as b:
+        assert capture.current_workflow() is b
+        f(2)
+        a.end()  # the outer run ends inside the inner block: the inner one stays current
+        assert capture.current_workflow() is b
+        f(3)
+    calls = {e["used"][0]["value"]: e for e in _task_events(sink, "begin") if e["transformation"] == "f"}
+    assert (calls[1]["workflow_id"], calls[1]["parent"]) == ("IN", t2.id)
+    assert calls[2]["workflow_id"] == calls[3]["workflow_id"] == "B"
+
+
+def test_a_task_pickles_inside_its_with_block():
+    """Found by black-box testing: handing the current task to a spawned worker as parent=
+    raised TypeError (its context token) into user code."""
+    import pickle
+
+    sink = capture.MemorySink()
+    with capture.workflow("w", sink=sink, run_id="PK") as wf:
+        with wf.task("training") as training:
+            copy = pickle.loads(pickle.dumps(training))
+            assert (copy.id, copy.transformation) == (training.id, "training")
+            with wf.task("epoch", parent=copy):
+                pass
+    (epoch,) = [e for e in _task_events(sink, "begin") if e["transformation"] == "epoch"]
+    assert epoch["parent"] == training.id

@@ -160,7 +160,7 @@ def _start(name: str, signature: inspect.Signature | None, args: tuple[Any, ...]
 
     try:
         wf = workflow or _current_workflow.get()
-        if wf is None:
+        if wf is None or (workflow is None and wf._ended):
             wf = sole_active_workflow()
             if wf is None:
                 if active_workflows() > 1:

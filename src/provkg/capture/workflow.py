@@ -78,7 +78,7 @@ def current_workflow() -> Workflow | None:
     that (a thread of a pool, a worker process), the only workflow active in this process.
     With several active and none in this context, None: pass the workflow explicitly."""
     wf = _current_workflow.get()
-    if wf is None:
+    if wf is None or wf._ended:  # (an outer run ended while an inner block was active)
         return sole_active_workflow()
     return wf
 
@@ -257,10 +257,11 @@ class Workflow:
                 event["used"], event["generated"] = self._used, self._generated
                 self._emit(event)
             if self._token is not None:
-                try:
-                    _current_workflow.reset(self._token)
-                except ValueError:  # ended in another context than it began
-                    _current_workflow.set(None)
+                if _current_workflow.get() is self:  # not when an inner run's block is active
+                    try:
+                        _current_workflow.reset(self._token)
+                    except ValueError:  # ended in another context than it began
+                        _current_workflow.set(None)
                 self._token = None
             _deactivate(self)
             self.emitter.close(adopt=self.owner)
@@ -321,7 +322,14 @@ class Workflow:
             return False
 
     def __enter__(self) -> Workflow:
-        return self.begin()
+        self.begin()
+        # the innermost `with` is the current run, even inside another run's block
+        if _current_workflow.get() is not self and not self._ended:
+            try:
+                self._token = _current_workflow.set(self)
+            except Exception:
+                self._token = None
+        return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -447,6 +455,13 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<Task {self.transformation!r} id={self.id}>"
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """Pickled (e.g. as ``parent=`` for a spawned worker) also inside its ``with`` block:
+        the context token of that block stays in this process."""
+        state = {name: getattr(self, name) for name in self.__slots__ if hasattr(self, name)}
+        state["_token"] = None
+        return None, state
 
     def begin(self) -> Task:
         """Record the task's start and the values used so far; idempotent."""
