@@ -206,3 +206,16 @@ def test_ref_of_a_relative_path_is_a_file_uri_under_the_working_directory(tmp_pa
     monkeypatch.chdir(tmp_path)
     assert capture.ref("runs/x.h5").location == (tmp_path / "runs" / "x.h5").as_uri()
     assert capture.ref("runs/x.h5", domain="not a uri").domain is None
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "rejected", "../x", ""])
+def test_every_run_id_spools_inside_the_spool_where_replay_finds_it(tmp_path: Path, run_id, capsys) -> None:
+    """Found by black-box testing: run_id=".." spooled into the spool's parent folder (and a
+    run called "rejected" into the folder replay skips), so `provkg replay` found nothing."""
+    spool, out = tmp_path / "spool", tmp_path / "out"
+    with capture.workflow("w", sink="http://127.0.0.1:9", run_id=run_id or None, spool=spool,
+                          flush_timeout=0.5) as wf:
+        wf.task("step").begin().end()
+    assert {p.parent.parent for p in spool_segments(spool)} == {spool}
+    assert main(["replay", str(spool), "--to", f"file:{out}"]) == 0
+    assert len(_file_events(out)) == 4

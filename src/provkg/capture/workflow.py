@@ -705,7 +705,10 @@ def _text(message: object) -> str:
 
 
 def _safe_dirname(run_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:200] or "run"
+    """The run's spool folder: one plain name inside the spool (not ``.``, ``..`` nor
+    ``rejected``, where replay would never look)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:200]
+    return f"run_{name}" if not name.strip(".") or name == "rejected" else name
 
 
 def _is_clean_exit(exc: BaseException) -> bool:
