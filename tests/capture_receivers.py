@@ -65,6 +65,8 @@ class HttpReceiver:
         self.port = port or free_port()
         self.reject: str | None = None
         self.encodings: set[str] = set()
+        #: Content-Encodings taken (None: every one); others get 415, as an older server's
+        self.accepted_encodings: set[str] | None = None
         self.invalid: list[str] = []
         self._server: ThreadingHTTPServer | None = None
         self._connections: set[socket.socket] = set()
@@ -93,6 +95,9 @@ class HttpReceiver:
                     return self._answer(404, {"error": "not_found", "detail": self.path})
                 encoding = self.headers.get("Content-Encoding")
                 receiver.encodings.add(encoding or "identity")
+                if receiver.accepted_encodings is not None and \
+                        (encoding or "identity") not in receiver.accepted_encodings:
+                    return self._answer(415, {"error": "unsupported_media_type", "detail": encoding})
                 try:
                     batch = parse_batch(decode_body(body, encoding))
                 except BadEvent as exc:

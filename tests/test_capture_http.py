@@ -41,6 +41,23 @@ def test_http_sink_delivers_valid_compressed_batches(receiver, tmp_path, compres
     assert squares == {i * i for i in range(300)}
 
 
+@pytest.mark.parametrize("accepted", [{"gzip", "identity"}, {"identity"}])
+def test_a_receiver_without_zstd_gets_a_plainer_body_and_nothing_is_rejected(receiver, tmp_path,
+                                                                              accepted):
+    """Found by black-box testing: an older server or a proxy answering 415 to zstd bodies sent
+    every batch to rejected/ (which a plain replay skips). The sink steps down instead."""
+    receiver.accepted_encodings = accepted
+    with capture.workflow("http", sink=receiver.url, spool=tmp_path / "spool") as wf:
+        ids = []
+        for i in range(200):
+            with wf.task("step", index=i) as t:
+                ids.append(t.id)
+    assert receiver.recorder.unique == expected_keys(wf.id, ids)
+    assert receiver.encodings == ({"zstd", "gzip"} if "gzip" in accepted
+                                  else {"zstd", "gzip", "identity"})
+    assert not (tmp_path / "spool").exists()  # nothing spooled, nothing rejected
+
+
 def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_every_event(tmp_path):
     """The kill test: 20,000 tasks, receiver dies after 5,000; nothing blocks, nothing is lost."""
     recorder = Recorder()

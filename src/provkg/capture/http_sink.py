@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import logging
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from provkg.capture.encoding import FORMAT, envelope
+from provkg.capture.report import report_once
 from provkg.capture.sink import SinkRejected
 
 __all__ = ["HttpSink", "FORMAT", "encode_batch", "compress"]
@@ -124,13 +126,30 @@ class HttpSink:
     # -- delivery -----------------------------------------------------------------------
 
     def send(self, events: list[dict[str, Any]]) -> None:
-        self._post(encode_batch(events, self.compression))
+        self._post(encode_batch(events, None))
 
     def send_lines(self, lines: list[bytes], *, run_id: str | None = None) -> None:
         """POST events already encoded as JSON lines (the emitter's path)."""
-        self._post(compress(envelope(lines), self.compression))
+        self._post(envelope(lines))
 
-    def _post(self, body: bytes) -> None:
+    def _post(self, raw: bytes) -> None:
+        """POST the JSON document ``raw``, compressed as set; a receiver that does not take
+        that compression (HTTP 415: an older server, a proxy) gets the next plainer one
+        (zstd, gzip, none), which this sink then keeps using."""
+        while True:
+            try:
+                return self._post_compressed(compress(raw, self.compression))
+            except SinkRejected as exc:
+                if exc.status != 415 or self.compression is None:
+                    raise
+                plainer = {"zstd": "gzip", "gzip": None}[self.compression]
+                report_once(("http-415", self.url, self.compression),
+                            f"{self.url} does not take {self.compression} bodies (HTTP 415); "
+                            f"sending {plainer or 'uncompressed'} ones from now on",
+                            level=logging.INFO)
+                self.compression = plainer
+
+    def _post_compressed(self, body: bytes) -> None:
         headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
         if self.compression:
             headers["Content-Encoding"] = self.compression
@@ -161,7 +180,8 @@ class HttpSink:
                                       f"({_NOT_THE_BATCH[status]}; the events stay spooled)")
             if 400 <= status < 500 and status not in _RETRYABLE_4XX:
                 raise SinkRejected(f"{self.url} answered HTTP {status}: {message}",
-                                   too_large=status == 413, by_event=status in _BY_EVENT)
+                                   too_large=status == 413, by_event=status in _BY_EVENT,
+                                   status=status)
             problem = f"HTTP {status}: {message}"
         raise ConnectionError(f"{self.url} did not take the batch after {self.retries + 1} attempts "
                               f"({problem})")

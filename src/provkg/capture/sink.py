@@ -40,10 +40,12 @@ class SinkRejected(Exception):
     Either way the sender sends the batch in halves, down to single events: only an event
     refused on its own is set aside (``rejected/`` of the spool)."""
 
-    def __init__(self, message: str, *, too_large: bool = False, by_event: bool = False) -> None:
+    def __init__(self, message: str, *, too_large: bool = False, by_event: bool = False,
+                 status: int | None = None) -> None:
         super().__init__(message)
         self.too_large = too_large
         self.by_event = by_event
+        self.status = status  # the HTTP status, for an HTTP receiver
 
     @property
     def divisible(self) -> bool:
