@@ -171,3 +171,29 @@ def test_error_bodies_stay_json(server: ApiServer) -> None:
                                 headers=JSON)
     assert response.status_code == 422
     assert orjson.loads(response.content)["detail"].startswith("events: NaN is not JSON")
+
+
+def test_a_value_too_large_for_the_store_is_set_aside_and_later_batches_land(tmp_path: Path) -> None:
+    """Found by black-box testing: a 17 KB gzip body holding one 17 MiB string (within every
+    wire limit) was queued, then Oxigraph refused it ("buffer maximal size") and the worker
+    retried it forever, a restart too: every later batch was acknowledged and never stored."""
+    import gzip
+
+    huge = dumps(workflow("huge-run", 1.7e9), {**task(1, used=[{"name": "blob", "value": "x" * (17 << 20)}]),
+                                                "id": "huge-run/t", "workflow_id": "huge-run"})
+    body = gzip.compress(huge)
+    assert len(body) < 1 << 20
+    srv = ApiServer(tmp_path)
+    with running(srv):
+        response = srv.http.post("/v1/events", content=body,
+                                 headers={**JSON, "Content-Encoding": "gzip"})
+        assert response.status_code == 202, response.text
+        assert srv.http.post("/v1/events", content=dumps(workflow("after-huge")),
+                             headers=JSON).status_code == 202
+        queue = srv.wait_applied(timeout=60)
+        assert queue["backlog_events"] == 0 and queue["dead_letters"] == 1, queue
+        assert stored(srv, "after-huge") and not stored(srv, "huge-run")
+    ledger = (srv.queue_dir / "rejected.log").read_text()
+    assert "larger than the 16 MiB" in ledger
+    assert "Traceback" not in srv.log()
+    srv.http.close()

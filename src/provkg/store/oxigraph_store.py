@@ -19,7 +19,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from provkg.errors import StoreError, StoreUnavailable
+from provkg.errors import BadEvent, StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
@@ -216,6 +216,14 @@ class OxigraphStore(Store):
             raise StoreError(f"{what} is not valid RDF: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
+        except MemoryError as exc:
+            if "buffer maximal size" not in str(exc):
+                raise StoreError(f"Oxigraph could not write {what}: {exc!r}") from exc
+            # its parser holds one term at a time, up to 16 MiB: the data, not the store, is the
+            # problem (a queued batch with such a value is set aside, not retried forever)
+            raise BadEvent(f"Oxigraph cannot store {what}: a value is larger than the 16 MiB "
+                           "one RDF term may hold here; keep big content in a file and record "
+                           "its location (capture.ref)") from exc
 
     def _check_open(self) -> None:
         if self._store is None:
