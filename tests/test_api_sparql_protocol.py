@@ -436,3 +436,19 @@ def test_select_terms_keep_types_on_every_backend(store: Any) -> None:
     assert rows.columns == ["p", "o", "missing"]
     assert [(p["value"], from_json(o)) for p, o, _ in rows.rows] == EXPECTED
     assert all(p["type"] == "uri" and missing is None for p, _, missing in rows.rows)
+
+
+@pytest.mark.parametrize(("query", "accept", "instead"), [
+    ('SELECT ?x WHERE { BIND("\\u001B[31mCUDA out of memory" AS ?x) }', XML_TYPE, JSON_TYPE),
+    (f'CONSTRUCT {{ <{EX}s> <{EX}m> "a\\u0001b" }} WHERE {{}}', "application/rdf+xml", "text/turtle"),
+])
+def test_an_answer_xml_cannot_carry_is_406_not_ill_formed_xml(server: ApiServer, query: str,
+                                                               accept: str, instead: str) -> None:
+    """Found by black-box testing: a stored failure message with ANSI colour codes made the XML
+    answers ill-formed (expat, and so rdflib's SPARQLStore, failed on them)."""
+    response = sparql(server, query, accept)
+    assert response.status_code == 406, response.text
+    assert "XML 1.0" in response.json()["detail"] and instead in response.json()["detail"]
+    other = sparql(server, query, instead)  # the other formats carry it
+    assert other.status_code == 200, other.text
+    assert any(c in other.text.lower() for c in ("\x1b", "\\u001b", "\x01", "\\u0001")), other.text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 import orjson
@@ -265,6 +266,24 @@ def _graph_body(media: str, ntriples: str) -> bytes:
                         prefixes=None if media == JSON_LD else prefixes)
 
 
+#: characters XML 1.0 cannot carry at all, not even as character references
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _check_xml_chars(body: bytes, media: str) -> None:
+    """Refuse (406) an XML answer that would not be well-formed: a stored string may hold a
+    control character (an ANSI colour code in an error message) that XML 1.0 cannot carry."""
+    found = _NOT_XML.search(body.decode("utf-8", "surrogatepass"))
+    if found is None:
+        return
+    from provkg.api.errors import NotAcceptable
+
+    other = ("application/sparql-results+json, text/csv or text/tab-separated-values"
+             if media == SPARQL_XML else "text/turtle, application/n-triples or application/ld+json")
+    raise NotAcceptable(f"the answer holds the character U+{ord(found.group()):04X}, which XML 1.0 "
+                        f"cannot carry, so it cannot be sent as {media}; ask for {other}")
+
+
 def sparql_response(media: str, *, columns: list[str] | None = None,
                     rows: list[list[Any]] | None = None, boolean: bool | None = None,
                     ntriples: str | None = None) -> Response:
@@ -276,4 +295,6 @@ def sparql_response(media: str, *, columns: list[str] | None = None,
         body = _ask_body(media, boolean)
     else:
         body = _graph_body(media, ntriples or "")
+    if media in (SPARQL_XML, RDF_XML):
+        _check_xml_chars(body, media)
     return Response(body, media_type=_CONTENT_TYPES.get(media, media), headers={"Vary": "Accept"})
