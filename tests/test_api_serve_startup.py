@@ -39,6 +39,9 @@ def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
     ({"PROVKG_MQTT_URL": "http://127.0.0.1:1883"}, (), ("PROVKG_MQTT_URL", "mqtt://")),
     ({}, ("--port", "99999"), ("--port: must be 65535 or less",)),
     ({}, ("--port=-5",), ("--port: must be 0 or more",)),
+    # found by black-box testing: PROVKG_TOKEN=$SECRET with SECRET unset served open writes
+    ({"PROVKG_TOKEN": ""}, (), ("PROVKG_TOKEN: set but empty",)),
+    ({"PROVKG_TOKEN": "  "}, (), ("PROVKG_TOKEN: set but empty",)),
 ])
 def test_bad_settings_are_refused_before_serving(tmp_path: Path, env: dict[str, str],
                                                  args: tuple[str, ...], words: tuple[str, ...]) -> None:

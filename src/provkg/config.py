@@ -87,6 +87,11 @@ def get_settings(**overrides: object) -> Settings:
     provkg.config.BadSetting: --port: must be 65535 or less
     """
     given = {k: v for k, v in overrides.items() if v is not None}
+    if "token" not in given and os.environ.get("PROVKG_TOKEN", "unset").strip() == "":
+        # (other empty variables mean "unset"; this one would silently open writes to anyone:
+        # PROVKG_TOKEN=$SECRET with SECRET unset)
+        raise BadSetting("PROVKG_TOKEN: set but empty, which would leave writes open to "
+                         "anyone; give the token, or unset the variable to run without one")
     try:
         return Settings(**given)
     except ValidationError as exc:
