@@ -104,6 +104,26 @@ def test_lower_is_better_measures_rank_the_lowest_first(embedded_store, measure)
     assert [r[0] for r in p2] == [good]
 
 
+@pytest.mark.parametrize(("measure", "better", "best"), [
+    # found by black-box testing: scikit-learn's negated scorers and energy measures ranked
+    # backwards, and a spec could not say which way a measure of its own goes
+    ("neg_mean_squared_error", None, "bad"), ("energy_consumption", None, "good"),
+    ("ppl", None, "good"), ("score", None, "bad"), ("score", "lower", "good"),
+    ("val_loss", "higher", "bad")])
+def test_the_better_parameter_or_the_name_gives_the_direction(embedded_store, measure, better,
+                                                              best):
+    spec = parse_spec(_spec_with(measure))
+    events = (_events_with(measure, "good", 0.001, 0.12, 1_700_000_000.0)
+              + _events_with(measure, "bad", 0.1, 0.30, 1_700_000_100.0))
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    params = {"workflow": "fit", "measure": measure, **({"better": better} if better else {})}
+    for name in ("d4", "d5", "p2"):
+        rows = run_query(embedded_store, name, params).rows
+        assert rows[0][0] == mint_iri("task", f"{best}/training"), name
+    ranks = {r[1]: r[0] for r in run_query(embedded_store, "d8", params).rows}
+    assert ranks["best"] == mint_iri("task", f"{best}/training")
+
+
 SECTIONS = SPEC + """\
   - name: epoch
     kind: section

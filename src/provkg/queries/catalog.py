@@ -150,6 +150,11 @@ def _measure(default: str) -> Parameter:
     return _p("measure", "str", default, "an evaluation-measure attribute of the spec")
 
 
+#: which way the measure is better, when its name does not say it (lower_is_better guesses)
+_BETTER = _p("better", "better", None, "lower or higher: which values of the measure are better "
+             "(default: guessed from its name, e.g. loss lower, accuracy higher)")
+
+
 def _k() -> Parameter:
     return _p("k", "int", 3, "how many trainings", minimum=1)
 
@@ -165,8 +170,9 @@ def _builder_queries() -> list[CannedQuery]:
                     "selected to make its training set (PROV-ML Q2)", (_MODEL,),
                     ("tile_size", "noise_threshold", "slice_start", "slice_end"), build=L.q2),
         CannedQuery("q3", "Given a training set, the hyperparameters and evaluation measures of "
-                    "the model with the least measure (PROV-ML Q3)", (_DATASET, _measure("loss")),
-                    ("model", "role", "name", "value"), build=L.q3),
+                    "the model with the least measure (PROV-ML Q3)",
+                    (_DATASET, _measure("loss"), _BETTER), ("model", "role", "name", "value"),
+                    build=L.q3),
         CannedQuery("q4", "Average, min and max batch times per epoch of the trainings that used "
                     "a dataset (PROV-ML Q4)", (_DATASET,),
                     ("training", "epoch", "batches", "avg_seconds", "min_seconds", "max_seconds"),
@@ -183,7 +189,7 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("q7", "Best batch measure per model in training and validation (the least "
                     "loss; the greatest of a higher-is-better measure such as accuracy), with its "
                     "hyperparameters and evaluations, best models first (PROV-ML Q7)",
-                    (_DATASET, _measure("loss")),
+                    (_DATASET, _measure("loss"), _BETTER),
                     ("model", "training_min_batch_loss", "hyperparameters", "evaluations",
                      "validation_min_batch_loss", "validation_evaluations"), build=L.q7,
                     pair_columns=("hyperparameters", "evaluations", "validation_evaluations")),
@@ -195,27 +201,27 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("d3", "Time and measure of each epoch of a training (DNNProv Q3)",
                     (_TRAINING, _measure("loss")), ("epoch", "seconds", "loss"), build=D.d3),
         CannedQuery("d4", "The initial learning rate of the best training (DNNProv Q4)",
-                    (_WORKFLOW, _measure("accuracy")), ("training", "learning_rate", "value"),
+                    (_WORKFLOW, _measure("accuracy"), _BETTER), ("training", "learning_rate", "value"),
                     build=D.d4),
         CannedQuery("d5", "Hyperparameters of the k best trainings (DNNProv Q5)",
-                    (_WORKFLOW, _k(), _measure("accuracy")),
+                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
                     ("training", "value", "hyperparameters"), build=D.d5, pair_columns=hp),
         CannedQuery("d6", "Learning-rate adaptations of the best training: epoch, technique, new "
-                    "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy")),
+                    "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy"), _BETTER),
                     ("training", "epoch", "technique", "new_value"), build=D.d6),
         CannedQuery("d7", "The filter applied when a hyperparameter had a value (DNNProv Q7)",
                     (_WORKFLOW, _p("hyperparameter", "str", help="hyperparameter name"),
                      _p("value", "scalar", help="its value, e.g. 0.4")),
                     ("training", "filter"), build=D.d7),
         CannedQuery("d8", "Filter and number of epochs of the best and the worst trainings "
-                    "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy")),
+                    "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy"), _BETTER),
                     ("training", "rank", "filter", "epochs"), build=D.d8),
         CannedQuery("p1", "Elapsed time and training loss of the latest epoch per hyperparameter "
                     "combination (ProvLight)", (_WORKFLOW,),
                     ("training", "hyperparameters", "epoch", "seconds", "loss"), build=D.p1,
                     pair_columns=hp),
         CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
-                    (_WORKFLOW, _k(), _measure("accuracy")),
+                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
                     ("training", "value", "hyperparameters"), build=D.p2, pair_columns=hp),
         CannedQuery("s1", "Lineage of a data item back to its inputs: each derivation edge, "
                     "the invocation behind it and its distance (S-PROV)",

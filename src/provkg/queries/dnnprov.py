@@ -18,7 +18,7 @@ from provkg.queries.builder import (
     subquery,
     union,
 )
-from provkg.queries.lifecycle import lower_is_better
+from provkg.queries.lifecycle import measure_lower
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 from provkg.term import literal
@@ -59,7 +59,7 @@ def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
 
 def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:
     """The best training(s) of the workflow by ``measure`` (ties: all of them)."""
-    agg = "MIN" if lower_is_better(str(v["measure"])) else "MAX"
+    agg = "MIN" if measure_lower(v) else "MAX"
     return [subquery([f"({agg}(?value) AS ?best)"], _measured(t, schema)),
             *_measured(t, schema), "FILTER(?value = ?best)"]
 
@@ -115,7 +115,7 @@ def d4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def _top(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    direction = "ASC" if lower_is_better(str(v["measure"])) else "DESC"
+    direction = "ASC" if measure_lower(v) else "DESC"
     order = [f"{direction}(?value)", "STR(?training)"]
     top = subquery(["?training", "?value"], _measured(t, schema), order_by=order,
                    limit=int(v["k"]))  # type: ignore[call-overload]
@@ -175,7 +175,7 @@ def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 
 def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    low = lower_is_better(str(v["measure"]))
+    low = measure_lower(v)
     best, worst = ("MIN", "MAX") if low else ("MAX", "MIN")
     # epochs, not epoch runs: a retried epoch (the same index twice) counts once
     epochs = subquery(["?training", "(COUNT(DISTINCT COALESCE(?i, ?ep)) AS ?n_epochs)"],

@@ -19,34 +19,47 @@ from provkg.queries.builder import (current_dialect, duration, lineage, optional
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 
-__all__ = ["lower_is_better", "q1", "q2", "q3", "q4", "q5", "q6", "q7"]
+__all__ = ["lower_is_better", "measure_lower", "q1", "q2", "q3", "q4", "q5", "q6", "q7"]
 
 #: parts of a measure's name that say lower is better, anywhere in the name ...
 _LOWER_IS_BETTER = ("loss", "error", "perplexity", "entropy", "divergence", "latency",
                     "distance", "regret", "duration", "rmsd", "misfit", "hausdorff", "chamfer",
                     "huber", "runtime", "memory", "false_positive", "false_negative",
-                    "abs_rel", "sq_rel")
+                    "abs_rel", "sq_rel", "energy", "consumption", "emission", "carbon")
 #: ... and words that say so only as a whole word of it (``val_wer``, not ``power``)
 _LOWER_WORDS = frozenset({"mse", "mae", "rmse", "msle", "mape", "smape", "nll", "bce", "cer",
                           "wer", "ter", "eer", "fid", "kid", "kl", "err", "cost", "hinge",
                           "brier", "miss", "fpr", "fnr", "far", "frr", "time", "seconds",
                           "risk", "bpd", "bpc", "ece", "mce", "rmsle", "mdae", "medae",
-                          "mase", "epe", "ade", "fde", "lpips"})
+                          "mase", "epe", "ade", "fde", "lpips", "ppl", "joules", "watts", "kwh",
+                          "co2", "co2eq"})
 
 Where = list["str | P.Part"]
 
 
 def lower_is_better(measure: str) -> bool:
-    """The natural direction of a measure: losses and errors go down, accuracies go up.
+    """The natural direction of a measure: losses and errors go down, accuracies go up;
+    scikit-learn's negated scorers (``neg_mean_squared_error``) go up.
 
     >>> [lower_is_better(m) for m in ("val_loss", "accuracy", "val_WER", "power", "top1-err")]
     [True, False, True, False, True]
+    >>> [lower_is_better(m) for m in ("neg_mean_squared_error", "energy_consumption", "ppl")]
+    [False, True, True]
     """
     name = measure.lower()
+    if name.startswith(("neg_", "negative_", "neg-")):
+        return False
     if any(part in name for part in _LOWER_IS_BETTER):
         return True
     return not _LOWER_WORDS.isdisjoint(re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z])",
                                                  name))
+
+
+def measure_lower(v: dict[str, object]) -> bool:
+    """Whether lower values of the query's ``measure`` are better: its ``better`` parameter
+    when given, else :func:`lower_is_better` of its name."""
+    better = v.get("better")
+    return better == "lower" if better else lower_is_better(str(v["measure"]))
 
 
 def _double(expr: str) -> str:
@@ -169,7 +182,7 @@ def _models_on_dataset(t: dict[str, str], schema: str) -> Where:
 
 
 def q3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    best = "MIN" if lower_is_better(str(v["measure"])) else "MAX"
+    best = "MIN" if measure_lower(v) else "MAX"
     winner = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema)),
               *_models_on_dataset(t, schema), "FILTER(?mv = ?best)"]
     hyper = [P.hyperparameters("?training", "?name", "?value", schema),
@@ -307,7 +320,7 @@ def _pairs(anchor: Where, key: str, part: P.Part, out: str) -> str:
 
 
 def _q7_columns(where: Where, v: dict[str, object]) -> str:
-    direction = "ASC" if lower_is_better(str(v["measure"])) else "DESC"
+    direction = "ASC" if measure_lower(v) else "DESC"
     return select(["?model", "?training_min_batch_loss", "?hyperparameters", "?evaluations",
                    "?validation_min_batch_loss", "?validation_evaluations"], where,
                   distinct=True, order_by=[f"{direction}(?training_min_batch_loss)", "STR(?model)"])
@@ -338,7 +351,7 @@ def _q7_where(t: dict[str, str], schema: str, best_batch) -> Where:  # type: ign
 
 
 def q7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    least = lower_is_better(str(v["measure"]))
+    least = measure_lower(v)
 
     def best_batch(anchor: Where, stage: str, kind: str, key: str, out: str) -> str:
         return _best_batch_measure(anchor, stage, kind, key, out, schema, least=least)

@@ -38,6 +38,7 @@ _FORMS = {
     "task": "a captured task id (e.g. the training's id)",
     "workflow": "a prospective workflow name",
     "scalar": "a JSON value: a number, true / false, a string, or a list such as [256, 128]",
+    "better": "lower or higher",
 }
 
 
@@ -154,7 +155,15 @@ def _as_scalar(raw: object) -> object:
     return _as_str(raw)
 
 
+def _as_better(raw: object) -> str:
+    text = _as_str(raw).strip().lower()
+    if text not in ("lower", "higher"):
+        raise ValueError("expected lower or higher")
+    return text
+
+
 _PARSERS = {
+    "better": _as_better,
     "int": _as_int,
     "float": _as_float,
     "str": _as_str,

@@ -223,7 +223,8 @@ def _table(columns: list[str], cells: list[list[str]], *, title: str | None = No
 def _catalog_rows() -> Rows:
     rows = []
     for q in query_catalog():
-        params = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in q.parameters)
+        params = ", ".join(p.name if p.required else f"[{p.name}]" if p.default is None
+                           else f"{p.name}={p.default}" for p in q.parameters)
         rows.append([q.name, params, ", ".join(q.columns), "/".join(q.schemas), q.question])
     return Rows(["name", "parameters", "columns", "schemas", "question"], rows)
 
