@@ -484,3 +484,20 @@ def test_d7_matches_an_empty_string_value(embedded_store):
     rows = run_query(embedded_store, "d7", {"workflow": "fit", "hyperparameter": "note",
                                             "value": ""}).rows
     assert [r[0] for r in rows] == [mint_iri("task", "plain/training")]
+
+
+@pytest.mark.parametrize(("recorded", "given"), [
+    ("0.0012345678", "0.0012345678"), ("32", "32"), ("True", "True"), (True, "True"),
+    (True, "true"), (0.4, "0.40")])
+def test_d7_matches_a_hyperparameter_recorded_as_text_of_a_number(store, recorded, given):
+    """Found by black-box testing: a hyperparameter recorded as the string "0.0012345678" (as
+    argparse gives it) could not be found: the parameter was only compared as a number."""
+    spec = parse_spec(SPEC.replace("{name: learning_rate, role: hyperparameter}",
+                                   "{name: g, role: hyperparameter}"))
+    events = _training("text", 0.0, 0.9, 1_700_000_000.0)
+    events[1]["used"] = [{"name": "g", "value": recorded}]
+    other = _training("other", 0.0, 0.8, 1_700_000_100.0)
+    other[1]["used"] = [{"name": "g", "value": "something else"}]
+    store.add([*map_spec(spec), *map_events(events + other, {"fit": spec})])
+    rows = run_query(store, "d7", {"workflow": "fit", "hyperparameter": "g", "value": given}).rows
+    assert [r[0] for r in rows] == [mint_iri("task", "text/training")]

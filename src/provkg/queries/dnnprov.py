@@ -160,16 +160,30 @@ def _filter(training: str) -> str:
     return optional(P.named_value(training, "?f", "?filter", literal("filter"), used=True))
 
 
+def _as_text(value: object) -> str | None:
+    """How a number or boolean parameter reads as text (a hyperparameter recorded as the
+    string "0.001", as argparse or an environment variable gives it, has that text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return None
+
+
 def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     hyperparameter = P.hyperparameters("?training", "?hyperparameter", "?hv", schema)
+    text = _as_text(v["value"])
+    read = "LCASE(STR(?hv))" if isinstance(v["value"], bool) else "STR(?hv)"  # True, true
+    as_string = ("" if text is None else
+                 f" || (isLiteral(?hv) && DATATYPE(?hv) = xsd:string && {read} = {literal(text)})")
     if current_dialect() == "virtuoso":
         # Virtuoso 7.2 cannot compile a FILTER on a VALUES variable beside an OPTIONAL (SP031
         # "no SPART_VARR_FIXED"): the bound value is compared inside the pattern's own group
         where = [*_trainings(t, schema, "hyperparameter"),
-                 group([hyperparameter, f"FILTER(?hv = {t['value']})"])]
+                 group([hyperparameter, f"FILTER(?hv = {t['value']}{as_string})"])]
     else:
         where = [*_trainings(t, schema, "hyperparameter", "value"), hyperparameter,
-                 "FILTER(?hv = ?value)"]
+                 f"FILTER(?hv = ?value{as_string})"]
     where.append(_filter("?training"))
     return select(["?training", "?filter"], where, distinct=True, order_by=["STR(?training)"])
 

@@ -135,8 +135,8 @@ def _as_scalar(raw: object) -> object:
     if raw == "":
         return ""
     text = _as_str(raw).strip()
-    if text in ("true", "false"):
-        return text == "true"
+    if text.lower() in ("true", "false"):  # (also Python's True / False)
+        return text.lower() == "true"
     if text[:1] in ("[", "{"):
         try:
             value = json.loads(text)
