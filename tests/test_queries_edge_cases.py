@@ -501,3 +501,53 @@ def test_d7_matches_a_hyperparameter_recorded_as_text_of_a_number(store, recorde
     store.add([*map_spec(spec), *map_events(events + other, {"fit": spec})])
     rows = run_query(store, "d7", {"workflow": "fit", "hyperparameter": "g", "value": given}).rows
     assert [r[0] for r in rows] == [mint_iri("task", "text/training")]
+
+
+EPOCH_ONLY = """\
+workflow: flowers
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used: [{name: learning_rate, role: hyperparameter}]
+    generated: [{name: model, role: model}]
+  - name: epoch
+    kind: section
+    of: training
+    generated: [{name: loss, role: evaluation_measure}, {name: accuracy, role: evaluation_measure}]
+"""
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_the_best_training_by_its_last_epoch_when_only_epochs_record_the_measure(store, schema):
+    """Found by black-box testing: with the README's capture (the measure per epoch, none on
+    the training) d4, d5, d6, d8 and p2 answered nothing. They now rank by the last epoch's
+    value, when no training of the workflow recorded the measure itself."""
+    from provkg import capture
+
+    sink = capture.MemorySink()
+    # last-epoch loss: a 0.30 (its best epoch was 0.10), b 0.20, c 0.25 (epochs out of order)
+    runs = {"a": (0.1, [0.5, 0.1, 0.3]), "b": (0.01, [0.6, 0.4, 0.2]), "c": (0.05, [0.9, 0.25])}
+    for run, (lr, losses) in runs.items():
+        with capture.workflow("flowers", sink=sink, run_id=run) as wf:
+            with wf.task("training", used={"learning_rate": lr}) as training:
+                order = list(enumerate(losses))
+                if run == "c":
+                    order.reverse()
+                for e, loss in order:
+                    with wf.task("epoch", parent=training, index=e) as epoch:
+                        epoch.generate(loss=loss, accuracy=1 - loss)
+                training.generate(model=capture.ref(f"file:///models/{run}.pt"))
+    spec = parse_spec(EPOCH_ONLY)
+    store.add([*map_spec(spec, schema=schema),
+               *map_events(sink.events, {"flowers": spec}, schema=schema)])
+    t = {run: mint_iri("task", f"{run}.1") for run in runs}
+    q = {"workflow": "flowers", "measure": "loss"}
+    assert run_query(store, "d4", q, schema=schema).rows == [[t["b"], 0.01, 0.2]]
+    assert [r[:2] for r in run_query(store, "d5", q, schema=schema).rows] == [
+        [t["b"], 0.2], [t["c"], 0.25], [t["a"], 0.3]]
+    assert [r[:2] for r in run_query(store, "p2", {**q, "k": 1}, schema=schema).rows] == [[t["b"], 0.2]]
+    assert [r[:2] for r in run_query(store, "d8", q, schema=schema).rows] == [
+        [t["b"], "best"], [t["a"], "worst"]]
+    acc = run_query(store, "d4", {"workflow": "flowers"}, schema=schema).rows  # accuracy
+    assert [r[0] for r in acc] == [t["b"]] and acc[0][2] == pytest.approx(0.8)

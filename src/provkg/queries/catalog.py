@@ -45,6 +45,8 @@ class CannedQuery:
     rq_text: str | None = field(default=None, repr=False, compare=False)
     #: columns holding encoded ``name=value`` pairs, decoded after the query
     pair_columns: tuple[str, ...] = ()
+    #: builder options for a second try when the query finds nothing (see ``run_query``)
+    fallback: tuple[tuple[str, object], ...] = ()
 
     def parse(self, params: dict[str, object]) -> dict[str, object]:
         """Checked and typed parameter values, defaults filled in (raises BadParameter)."""
@@ -52,12 +54,14 @@ class CannedQuery:
 
     def render(self, params: dict[str, object], *, schema: str = "typed",
                base: str = DEFAULT_BASE, dialect: str = "standard",
-               data_terms: dict[str, tuple[str, ...]] | None = None) -> str:
+               data_terms: dict[str, tuple[str, ...]] | None = None,
+               options: dict[str, object] | None = None) -> str:
         """The SPARQL text for ``params`` in ``schema``, for stores of ``dialect`` (see
         :func:`provkg.queries.builder.dialect`); values enter as VALUES rows.
         ``data_terms`` replaces the term of a ``data`` parameter by the captured values a
         store says it names (:func:`provkg.service.querying.run_query` looks them up by
-        location); without it a ``data`` parameter is read as a value id.
+        location); without it a ``data`` parameter is read as a value id. ``options`` go to
+        the builder with the parameter values (``fallback``).
 
         Raises:
             BadParameter: a bad parameter, or a schema this query does not exist in.
@@ -78,7 +82,7 @@ class CannedQuery:
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
         with sparql_dialect(dialect):
-            return with_prefixes(self.build(terms, values, schema))
+            return with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
 
     def finish(self, columns: list[str], rows: list[list[Any]], *,
                sparql: str | None = None) -> list[list[Any]]:
@@ -155,6 +159,12 @@ _BETTER = _p("better", "better", None, "lower or higher: which values of the mea
              "(default: guessed from its name, e.g. loss lower, accuracy higher)")
 
 
+#: "the best training" by the measure of its last epoch, for trainings that recorded the
+#: measure per epoch only (the README's capture example): tried when the training-level
+#: measure finds nothing
+_LAST_EPOCH = (("measure_at", "last_epoch"),)
+
+
 def _k() -> Parameter:
     return _p("k", "int", 3, "how many trainings", minimum=1)
 
@@ -202,27 +212,29 @@ def _builder_queries() -> list[CannedQuery]:
                     (_TRAINING, _measure("loss")), ("epoch", "seconds", "loss"), build=D.d3),
         CannedQuery("d4", "The initial learning rate of the best training (DNNProv Q4)",
                     (_WORKFLOW, _measure("accuracy"), _BETTER), ("training", "learning_rate", "value"),
-                    build=D.d4),
+                    build=D.d4, fallback=_LAST_EPOCH),
         CannedQuery("d5", "Hyperparameters of the k best trainings (DNNProv Q5)",
                     (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
-                    ("training", "value", "hyperparameters"), build=D.d5, pair_columns=hp),
+                    ("training", "value", "hyperparameters"), build=D.d5,
+                    fallback=_LAST_EPOCH, pair_columns=hp),
         CannedQuery("d6", "Learning-rate adaptations of the best training: epoch, technique, new "
                     "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy"), _BETTER),
-                    ("training", "epoch", "technique", "new_value"), build=D.d6),
+                    ("training", "epoch", "technique", "new_value"), build=D.d6, fallback=_LAST_EPOCH),
         CannedQuery("d7", "The filter applied when a hyperparameter had a value (DNNProv Q7)",
                     (_WORKFLOW, _p("hyperparameter", "str", help="hyperparameter name"),
                      _p("value", "scalar", help="its value, e.g. 0.4")),
                     ("training", "filter"), build=D.d7),
         CannedQuery("d8", "Filter and number of epochs of the best and the worst trainings "
                     "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy"), _BETTER),
-                    ("training", "rank", "filter", "epochs"), build=D.d8),
+                    ("training", "rank", "filter", "epochs"), build=D.d8, fallback=_LAST_EPOCH),
         CannedQuery("p1", "Elapsed time and training loss of the latest epoch per hyperparameter "
                     "combination (ProvLight)", (_WORKFLOW,),
                     ("training", "hyperparameters", "epoch", "seconds", "loss"), build=D.p1,
                     pair_columns=hp),
         CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
                     (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
-                    ("training", "value", "hyperparameters"), build=D.p2, pair_columns=hp),
+                    ("training", "value", "hyperparameters"), build=D.p2,
+                    fallback=_LAST_EPOCH, pair_columns=hp),
         CannedQuery("s1", "Lineage of a data item back to its inputs: each derivation edge, "
                     "the invocation behind it and its distance (S-PROV)",
                     (_p("data", "data", help="the data item: its value id or location URI"),

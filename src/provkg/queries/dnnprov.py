@@ -50,18 +50,33 @@ def _bound(t: dict[str, str], name: str) -> str:
     return t[name] if current_dialect() == "virtuoso" else f"?{name}"
 
 
-def _measured(t: dict[str, str], schema: str) -> list[str | P.Part]:
-    """Trainings of the workflow with their value ``?value`` of ``measure``."""
-    return [*_trainings(t, schema, "measure"),
-            P.model_evaluation("?training", "?m", "?value", schema, name="?measure"),
-            "FILTER(isNumeric(?value))"]  # a "NaN" string (a diverged run) is no best
+def _measured(t: dict[str, str], schema: str, v: dict[str, object]) -> list[str | P.Part]:
+    """Trainings of the workflow with their value ``?value`` of ``measure``: the one the
+    training generated, or with ``measure_at="last_epoch"`` the one its last epoch (its
+    section of the highest index that has the measure) generated."""
+    if v.get("measure_at") != "last_epoch":
+        return [*_trainings(t, schema, "measure"),
+                P.model_evaluation("?training", "?m", "?value", schema, name="?measure"),
+                "FILTER(isNumeric(?value))"]  # a "NaN" string (a diverged run) is no best
+    last = subquery(["?training", "(MAX(?mi) AS ?m_last)"],
+                    [*_trainings(t, schema, "measure"),
+                     P.section("?m_ep", "?training", "training", schema),
+                     P.link("?m_ep provkg:index ?mi"),
+                     P.model_evaluation("?m_ep", "?mm", "?mv", schema, name="?measure"),
+                     "FILTER(isNumeric(?mv))"],
+                    group_by=["?training"])
+    return [*_trainings(t, schema, "measure"), last,
+            P.section("?m_ep", "?training", "training", schema),
+            P.link("?m_ep provkg:index ?m_last"),
+            P.model_evaluation("?m_ep", "?m", "?value", schema, name="?measure"),
+            "FILTER(isNumeric(?value))"]
 
 
 def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:
     """The best training(s) of the workflow by ``measure`` (ties: all of them)."""
     agg = "MIN" if measure_lower(v) else "MAX"
-    return [subquery([f"({agg}(?value) AS ?best)"], _measured(t, schema)),
-            *_measured(t, schema), "FILTER(?value = ?best)"]
+    return [subquery([f"({agg}(?value) AS ?best)"], _measured(t, schema, v)),
+            *_measured(t, schema, v), "FILTER(?value = ?best)"]
 
 
 def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
@@ -117,7 +132,7 @@ def d4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 def _top(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     direction = "ASC" if measure_lower(v) else "DESC"
     order = [f"{direction}(?value)", "STR(?training)"]
-    top = subquery(["?training", "?value"], _measured(t, schema), order_by=order,
+    top = subquery(["?training", "?value"], _measured(t, schema, v), order_by=order,
                    limit=int(v["k"]))  # type: ignore[call-overload]
     return select(["?training", "?value", "?hyperparameters"],
                   [top, _hyperparameter_pairs(t, schema)], order_by=order)
@@ -198,8 +213,8 @@ def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                        optional(P.link("?ep provkg:index ?i"))],
                       group_by=["?training"])
     where = [subquery([f"({best}(?value) AS ?best)", f"({worst}(?value) AS ?worst)"],
-                      _measured(t, schema)),
-             *_measured(t, schema),
+                      _measured(t, schema, v)),
+             *_measured(t, schema, v),
              'VALUES ?rank { "best" "worst" }',
              'FILTER((?rank = "best" && ?value = ?best) || (?rank = "worst" && ?value = ?worst))',
              _filter("?training"), optional(epochs),

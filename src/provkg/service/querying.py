@@ -67,11 +67,16 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
         UnknownQuery, BadParameter, StoreError (and QueryTimeout past ``timeout``).
     """
     query = get_query(name)
-    text = query.render(params, schema=schema, base=base, dialect=store.query_dialect,
-                        data_terms=_values_at_locations(store, query, params, base=base))
-    # canned queries match provkg's vocabularies only: no need to hide a store's own graphs
-    rows = store.select(text, timeout=timeout, hide_system_graphs=False)
-    return Rows(list(query.columns), query.finish(rows.columns, rows.rows, sparql=text))
+    data_terms = _values_at_locations(store, query, params, base=base)
+    for options in ({}, dict(query.fallback)) if query.fallback else ({},):
+        text = query.render(params, schema=schema, base=base, dialect=store.query_dialect,
+                            data_terms=data_terms, options=options)
+        # canned queries match provkg's vocabularies only: no need to hide a store's own graphs
+        rows = store.select(text, timeout=timeout, hide_system_graphs=False)
+        finished = query.finish(rows.columns, rows.rows, sparql=text)
+        if finished:
+            break
+    return Rows(list(query.columns), finished)
 
 
 _WHAT = {"data": "captured value (id or location)", "task": "task id",
