@@ -61,6 +61,30 @@ def select(server: ApiServer, query: str) -> list[list[object]]:
     return response.json()["rows"]
 
 
+def test_head_is_answered_wherever_get_is(server: ApiServer) -> None:
+    """Found by black-box testing: HEAD /health/live was 405 (uptime monitors use HEAD)."""
+    for path in ("/health/live", "/health/ready", "/v1/queries", "/v1/ontologies"):
+        get, head = server.http.get(path), server.http.head(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+    assert server.http.head("/v1/events").status_code == 405  # POST only
+
+
+def test_openapi_declares_the_bearer_token_and_the_answers_of_each_write(server: ApiServer) -> None:
+    """Found by black-box testing: no security scheme (Swagger UI had no Authorize button);
+    POST /v1/events listed 404 / 504, which it never answers, and not 415 / 503."""
+    spec = server.http.get("/openapi.json").json()
+    assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path in ("/v1/events", "/v1/specs"):
+        post = spec["paths"][path]["post"]
+        assert post["security"] == [{"bearer": []}], path
+        assert {"401", "413", "415", "422"} <= set(post["responses"]), path
+        assert not {"404", "504"} & set(post["responses"]), path
+    assert "503" in spec["paths"]["/v1/events"]["post"]["responses"]
+    assert "security" not in spec["paths"]["/v1/queries/{name}"]["get"]
+    assert "401" not in spec["paths"]["/v1/queries/{name}"]["get"]["responses"]
+
+
 def test_health(server: ApiServer) -> None:
     assert server.http.get("/health/live").json() == {"status": "ok"}
     ready = server.http.get("/health/ready")

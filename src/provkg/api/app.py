@@ -145,6 +145,26 @@ def _open_rest(settings: Settings, store: Store) -> Service:
     return Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql)
 
 
+class _HeadAsGet:
+    """HEAD wherever GET is served (HTTP asks for it; uptime monitors use it): the status and
+    headers of the GET, without its body. A route without GET still answers 405."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
 def create_app(settings: Settings | None = None, *, service: Service | None = None) -> FastAPI:
     """Build the API. ``settings`` defaults to :func:`provkg.config.get_settings` (env ``PROVKG_*``).
 
@@ -186,4 +206,5 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         app.include_router(module.router)
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(_HeadAsGet)
     return app

@@ -10,6 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from provkg.events import batch_schema
 
 __all__ = ["install_openapi", "EVENTS_EXAMPLE", "SPEC_EXAMPLE", "ERROR_RESPONSES",
+           "WRITE_SECURITY", "error_responses",
            "SPARQL_RESPONSES", "ROWS_NOT_ACCEPTABLE"]
 
 EVENTS_EXAMPLE: dict[str, Any] = {
@@ -63,6 +64,22 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     504: _error("query ran past the time limit", "query_timeout",
                 "query ran past the time limit of 30 s (stopped)"),
 }
+_MORE_ERRORS: dict[int | str, dict[str, Any]] = {
+    415: _error("a Content-Type or Content-Encoding this endpoint does not take",
+                "unsupported_media_type", "send the batch as Content-Type: application/json"),
+    503: _error("the ingest queue cannot take the batch now (disk full, closing)",
+                "queue_unavailable", "the ingest queue cannot store the batch: ..."),
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers ``codes`` of a route."""
+    every = {**ERROR_RESPONSES, **_MORE_ERRORS}
+    return {code: every[code] for code in codes}
+
+
+#: the bearer token writes need when the server has one (PROVKG_TOKEN)
+WRITE_SECURITY: dict[str, Any] = {"security": [{"bearer": []}]}
 
 #: a canned query asked for in neither of its formats
 ROWS_NOT_ACCEPTABLE = _error("the Accept header allows neither JSON nor CSV", "not_acceptable",
@@ -144,6 +161,9 @@ def install_openapi(app: FastAPI) -> None:
         components.update({name: _rewrite_refs(d) for name, d in defs.items()})
         components["Batch"] = _rewrite_refs(batch)
         components["Error"] = _ERROR
+        schema["components"]["securitySchemes"] = {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "PROVKG_TOKEN of the server; needed by the writes when it is set"}}
         app.openapi_schema = schema
         return schema
 

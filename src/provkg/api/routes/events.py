@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from provkg.api.auth import require_write_token
 from provkg.api.body import read_body
 from provkg.api.errors import UnsupportedMediaType
-from provkg.api.openapi import ERROR_RESPONSES, EVENTS_EXAMPLE
+from provkg.api.openapi import EVENTS_EXAMPLE, WRITE_SECURITY, error_responses
 from provkg.events import parse_batch, strip_bom
 
 router = APIRouter(tags=["ingest"])
@@ -36,9 +36,11 @@ _INLINE_BYTES = 256 * 1024
         "to the server's durable queue and acknowledged with 202; a worker maps it into the store "
         "within moments. Posting the same events again adds nothing (idempotent)."),
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-        "schema": {"$ref": "#/components/schemas/Batch"}, "example": EVENTS_EXAMPLE}}}},
+        "schema": {"$ref": "#/components/schemas/Batch"}, "example": EVENTS_EXAMPLE}}},
+        **WRITE_SECURITY},
     responses={202: {"description": "queued durably", "content": {"application/json": {
-        "example": {"accepted": 2, "workflows": 1, "tasks": 1}}}}, **ERROR_RESPONSES},
+        "example": {"accepted": 2, "workflows": 1, "tasks": 1}}}},
+        **error_responses(400, 401, 413, 415, 422, 503)},
 )
 async def post_events(request: Request) -> dict[str, int]:
     service = request.app.state.service

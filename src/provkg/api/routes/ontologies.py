@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from provkg.api.openapi import ERROR_RESPONSES
+from provkg.api.openapi import error_responses
 from provkg.errors import NotFound
 from provkg.ontology import ontology_names, read_ontology
 
@@ -20,7 +20,7 @@ async def list_ontologies() -> list[str]:
 
 @router.get("/v1/ontologies/{name}", summary="One ontology as Turtle",
             response_class=Response,
-            responses={200: {"content": {"text/turtle": {}}}, **ERROR_RESPONSES})
+            responses={200: {"content": {"text/turtle": {}}}, **error_responses(404)})
 async def get_ontology(name: str) -> Response:
     if name not in ontology_names():  # look up, never build a path from the request
         raise NotFound(f"unknown ontology; expected one of: {', '.join(ontology_names())}")

@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.errors import BadRequest, NotAcceptable
-from provkg.api.openapi import ERROR_RESPONSES, ROWS_NOT_ACCEPTABLE
+from provkg.api.openapi import ROWS_NOT_ACCEPTABLE, error_responses
 from provkg.api.render import ROWS_FORMATS, rows_format, rows_response
 from provkg.errors import BadParameter, UnknownQuery
 
@@ -57,7 +57,7 @@ async def list_queries() -> list[dict[str, Any]]:
     responses={200: {"content": {
         "application/json": {"example": {"columns": ["model", "role", "name", "value"],
                                          "rows": [["m-1", "hyperparameter", "learning_rate", 0.001]]}},
-        "text/csv": {}}}, **ERROR_RESPONSES, 406: ROWS_NOT_ACCEPTABLE},
+        "text/csv": {}}}, **error_responses(400, 404, 504), 406: ROWS_NOT_ACCEPTABLE},
 )
 async def run_canned(name: str, request: Request) -> Response:
     from provkg.queries.catalog import get_query

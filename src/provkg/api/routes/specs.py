@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from provkg.api.auth import require_write_token
 from provkg.api.body import read_body
 from provkg.api.errors import BadRequest, UnsupportedMediaType
-from provkg.api.openapi import ERROR_RESPONSES, SPEC_EXAMPLE
+from provkg.api.openapi import SPEC_EXAMPLE, WRITE_SECURITY, error_responses
 
 router = APIRouter(tags=["specs"])
 
@@ -31,9 +31,10 @@ _SPEC_BYTES = 1024 * 1024  # specs are small; a larger body is a mistake or an a
                 "the new spec (the graph is the one a fresh ingest with it would give).",
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/yaml": {"schema": {"type": "string"}, "example": SPEC_EXAMPLE},
-        "application/json": {"schema": {"type": "object"}}}}},
+        "application/json": {"schema": {"type": "object"}}}}, **WRITE_SECURITY},
     responses={201: {"description": "registered", "content": {"application/json": {
-        "example": {"workflow": "flower-training", "transformations": 2}}}}, **ERROR_RESPONSES},
+        "example": {"workflow": "flower-training", "transformations": 2}}}},
+        **error_responses(400, 401, 413, 415, 422)},
 )
 async def post_spec(request: Request) -> dict[str, Any]:
     from provkg.service.ingest import register_spec
