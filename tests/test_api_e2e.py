@@ -130,6 +130,8 @@ def test_csv_on_request(deployment: ApiServer, lc: Lifecycle) -> None:
                                    headers={"Accept": "text/csv"})
     assert response.headers["content-type"].startswith("text/csv")
     assert response.text.splitlines()[0] == "training,epoch,batches,avg_seconds,min_seconds,max_seconds"
+    # RFC 4180 line ends, as /v1/sparql's CSV (found by black-box testing: LF here, CRLF there)
+    assert response.text.count("\r\n") == len(response.text.splitlines())
 
 
 def test_resending_everything_changes_nothing(deployment: ApiServer, lc: Lifecycle) -> None:

@@ -42,7 +42,7 @@ def rows_response(media: str, rows: Rows) -> Response:
     with exact numbers (:mod:`provkg.service.json_values`), or CSV."""
     if media == "text/csv":
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180, as the SPARQL CSV
         writer.writerow(rows.columns)
         for row in rows.rows:
             writer.writerow(["" if v is None else v for v in row])
