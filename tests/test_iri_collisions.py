@@ -86,3 +86,24 @@ def test_a_workflow_named_with_a_slash_is_found_again_by_a_later_session(embedde
     assert report.warnings == []
     assert embedded_store.ask(
         f"ASK {{ <{mint_iri('task', 't')}> a <https://w3id.org/provkg/provml#TrainingExecution> }}")
+
+
+def test_no_minted_iri_has_a_dot_segment():
+    """Found by black-box testing: values named "." and ".." (and ids such as "run/../x") gave
+    IRIs ending in /. and /.., which RFC 3986 resolution turns into other resources."""
+    from urllib.parse import urlsplit
+
+    from provkg.term import id_from_iri
+
+    for kind, ident in [("value", "wf-nw/."), ("value", "wf-nw/.."), ("task", "run/../x"),
+                        ("task", ".."), ("task", "./a"), ("run", ".")]:
+        minted = mint_iri(kind, ident)
+        assert not {".", ".."} & set(urlsplit(minted).path.split("/")), minted
+        assert id_from_iri(minted, kind) == ident
+    assert mint_iri("spec", "w", "..") != mint_iri("spec", "w")
+    # the mapper's fast path gives the same IRIs
+    events = [{"type": "task", "event": "end", "id": "t/..", "time": 1.7e9, "workflow_id": "r",
+               "transformation": "x", "generated": [{"name": ".", "value": 1}]}]
+    subjects = {s for s, _, _ in map_events(events, {})}
+    assert f"<{mint_iri('task', 't/..')}>" in subjects
+    assert all("/./" not in s and not s.endswith(("/.>", "/..>")) for s in subjects)

@@ -146,10 +146,23 @@ def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE) -> str:
     'https://w3id.org/provkg/id/task/run-1/epoch%203'
     >>> mint_iri("spec", "w", "train/lr")
     'https://w3id.org/provkg/id/spec/w/train%2Flr'
+
+    A segment ``.`` or ``..`` is encoded (``%2E``): IRI tools resolve dot segments away, so
+    ``value/run/..`` would become ``value/``, another resource.
+
+    >>> mint_iri("value", "run-9/.."), mint_iri("spec", "w", ".")
+    ('https://w3id.org/provkg/id/value/run-9/%2E%2E', 'https://w3id.org/provkg/id/spec/w/%2E')
     """
     if len(parts) == 1 and kind != "spec":
-        return base + kind + "/" + quote(parts[0], safe=_SAFE_ID_CHARS)
-    return base + kind + "/" + "/".join(quote(p, safe=_SAFE_PART_CHARS) for p in parts)
+        path = quote(parts[0], safe=_SAFE_ID_CHARS)
+        if path[:1] == "." or "/." in path:
+            path = "/".join(map(_no_dots, path.split("/")))
+        return base + kind + "/" + path
+    return base + kind + "/" + "/".join(_no_dots(quote(p, safe=_SAFE_PART_CHARS)) for p in parts)
+
+
+def _no_dots(segment: str) -> str:
+    return "%2E" * len(segment) if segment in (".", "..") else segment
 
 
 def id_from_iri(value: str, kind: str, *, base: str = DEFAULT_BASE) -> str | None:

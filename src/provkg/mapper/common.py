@@ -55,7 +55,8 @@ class Minter:
         plain = _PLAIN_ID.fullmatch
 
         def mint(ident: str) -> str:
-            if plain(ident):
+            # IRI-safe as it is, and no segment that may be a dot segment (see mint_iri)
+            if plain(ident) and ident[:1] != "." and "/." not in ident:
                 return prefix + ident + ">"
             return "<" + mint_iri(kind, ident, base=base) + ">"
 
