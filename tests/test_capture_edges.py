@@ -219,3 +219,17 @@ def test_every_run_id_spools_inside_the_spool_where_replay_finds_it(tmp_path: Pa
     assert {p.parent.parent for p in spool_segments(spool)} == {spool}
     assert main(["replay", str(spool), "--to", f"file:{out}"]) == 0
     assert len(_file_events(out)) == 4
+
+
+def test_a_used_value_changed_after_begin_is_warned_about(caplog) -> None:
+    """Found by black-box testing: used={"lr": 0.1} then use(lr=0.05) stored two values under
+    one id without a word; the same value again, or a new name, says nothing."""
+    sink = MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("w", sink=sink) as wf:
+            with wf.task("same", used={"lr": 0.1}) as t:
+                t.use(lr=0.1, momentum=0.9)
+            assert "recorded as used at its begin" not in caplog.text
+            with wf.task("changed", used={"lr": 0.1}) as t:
+                t.use(lr=0.05)
+    assert "'changed': 'lr' was recorded as used at its begin with another value" in caplog.text

@@ -429,7 +429,7 @@ class Task:
     """One execution of a transformation. Create it with ``Workflow.task(...)``."""
 
     __slots__ = ("workflow", "id", "transformation", "parent", "index", "dependencies", "status",
-                 "_used", "_generated", "_state", "_token", "_left_at")
+                 "_used", "_generated", "_state", "_token", "_left_at", "_begun_used")
 
     def __init__(self, workflow: Workflow, transformation: str, parent: Task | str | None,
                  index: int | None, used: Mapping[str, Any] | None,
@@ -446,6 +446,7 @@ class Task:
         self._state = 0  # 0 created, 1 begun, 2 ended
         self._token: Any = None
         self._left_at: float | None = None
+        self._begun_used: dict[str, Any] | None = None  # what begin sent, while the task runs
         if used is not None:
             # one C-level pass over the types: immutable scalars need only a shallow copy
             if type(used) is dict and _PLAIN.issuperset(map(type, used.values())):
@@ -497,7 +498,8 @@ class Task:
                 self.dependencies = _dependency_ids(self.dependencies)
                 if self.dependencies:
                     event["dependencies"] = self.dependencies
-            event["used"], self._used = self._used, {}
+            event["used"] = self._begun_used = self._used
+            self._used = {}
             wf._emit(event)
             wf._open_tasks[self] = None
         except Exception as exc:
@@ -512,6 +514,7 @@ class Task:
             if self._state == 0:
                 self.begin()
             self._state = 2
+            self._begun_used = None
             wf = self.workflow
             wf._open_tasks.pop(self, None)
             if wf._sections:
@@ -540,8 +543,22 @@ class Task:
             return
         try:
             self._used = self._merge(self._used, values, named)
+            begun = self._begun_used
+            if begun:
+                self._check_used_again(begun)
         except Exception as exc:
             report_once(("task-use", type(exc)), f"task.use failed: {exc!r}")
+
+    def _check_used_again(self, begun: dict[str, Any]) -> None:
+        """Say so when a value sent with ``begin`` is used again with another value: both
+        would be stored under the one id (``<task>/used/<name>``), the first not told apart."""
+        for name, value in self._used.items():
+            if name in begun and not _same(begun[name], value):
+                report_once(("used-again", self.transformation, name),
+                            f"task {self.transformation!r}: {name!r} was recorded as used at its "
+                            "begin with another value; the store keeps both under one id. To "
+                            "record a change, use another name (e.g. with an adaptation task) "
+                            "or generate the new value")
 
     def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> None:
         """Output values by attribute name (sent with ``end``): ``generate(loss=0.3)``, or a
@@ -702,6 +719,13 @@ def _text(message: object) -> str:
             return repr(message)[:_MAX_MESSAGE]
         except Exception:
             return type(message).__name__
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except Exception:  # an array's ambiguous truth value, a broken __eq__
+        return False
 
 
 def _safe_dirname(run_id: str) -> str:
