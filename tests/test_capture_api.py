@@ -121,6 +121,8 @@ def test_ref_accepts_ids_and_refs_and_paths():
                              "domain": "https://example.org/survey/7"}
     assert values["train"]["derived_from"] == ["cube-1", "other-id"]
     assert values["model"]["location"] == "file:///tmp/model.pt"
+    # found by black-box testing: "~/x.h5" was read as a folder named "~" in the working one
+    assert capture.ref("~/x.h5").location == (Path.home() / "x.h5").as_uri()
 
 
 def test_bad_ref_arguments_are_logged_not_raised(caplog):

@@ -227,3 +227,10 @@ def test_a_location_with_a_space_is_found_as_the_user_wrote_it(embedded_store):
     # and as the path capture.ref was given
     assert _trainings(run_query(embedded_store, "q4", {"dataset": "/data/my set.h5"}).rows) == {
         mint_iri("task", "run-9/training")}
+    # ... and a home-folder path, as capture.ref reads it
+    home = capture.ref("~/sets/a b.h5").location
+    events = _run("run-10", "data-10", "model-10", "file:///models/m10.pt", 1_700_000_100.0)
+    events[1]["used"][0] = {"name": "train_set", "location": home}
+    embedded_store.add(map_events(events, {"fit": spec}))
+    assert _trainings(run_query(embedded_store, "q4", {"dataset": "~/sets/a b.h5"}).rows) == {
+        mint_iri("task", "run-10/training")}

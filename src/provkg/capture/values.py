@@ -89,7 +89,7 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
 
     Args:
         uri: where the data lives (``file:///data/train.h5``, ``s3://bucket/key``); a local
-            path (``/data/my set.h5``, ``runs/x.h5``, a ``Path``) becomes a ``file:`` URI, and
+            path (``/data/my set.h5``, ``runs/x.h5``, ``~/x.h5``, a ``Path``) becomes a ``file:`` URI, and
             spaces and other characters a URI cannot hold are percent-encoded.
         id: an explicit unique id; by default the location is the id.
         domain: IRI of the domain-KG resource the data denotes.
@@ -206,7 +206,7 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
             elif not _SCHEME.match(uri):  # no scheme: a path on this machine
                 if not paths:
                     raise ValueError(uri)
-                fixed = Path(uri).absolute().as_uri()
+                fixed = Path(uri).expanduser().absolute().as_uri()  # ~/x.h5 is home's
             else:
                 fixed = location_form(uri)
             if iri:  # an IRI has '%' only as %XX: a stray one becomes %25

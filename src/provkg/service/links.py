@@ -79,6 +79,8 @@ def values_at_location(store: Store, location: str) -> list[str]:
     """The terms of every value captured at ``location``, sorted; [] for none. The location
     is read as written, then as ``capture.ref`` stores it (a space percent-encoded); an
     absolute path as the ``file:`` URI ``capture.ref`` makes of it. Not a URI or a path: []."""
+    if location.startswith("~"):  # a path in a home folder, as capture.ref reads it
+        location = os.path.expanduser(location)
     if location.startswith("/"):
         forms = [location_form("file://" + location)]
     elif ":" in location:  # a URI has a scheme
