@@ -233,3 +233,17 @@ def test_a_used_value_changed_after_begin_is_warned_about(caplog) -> None:
             with wf.task("changed", used={"lr": 0.1}) as t:
                 t.use(lr=0.05)
     assert "'changed': 'lr' was recorded as used at its begin with another value" in caplog.text
+
+
+def test_two_runs_with_one_run_id_in_one_process_are_warned_about(caplog) -> None:
+    """Found by black-box testing: two workflow(run_id="DUP") at once both numbered their tasks
+    DUP.1, ... and the store merged them without a word."""
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("a", sink=MemorySink(), run_id="DUP-a"), \
+                capture.workflow("b", sink=MemorySink(), run_id="DUP-b"):
+            pass
+        assert "already used by another workflow" not in caplog.text
+        with capture.workflow("a", sink=MemorySink(), run_id="DUP"), \
+                capture.workflow("b", sink=MemorySink(), run_id="DUP"):
+            pass
+    assert "run id 'DUP' is already used by another workflow running in this process" in caplog.text

@@ -787,6 +787,12 @@ _terminating = False
 
 
 def _activate(wf: Workflow) -> None:
+    if wf.owner and any(other.id == wf.id and other.owner for other in _active):
+        # both would number their tasks RUN.1, RUN.2, ...: the store would merge them
+        report_once(("run-id-twice", wf.id), f"workflow {wf.name!r}: run id {wf.id!r} is "
+                    "already used by another workflow running in this process; their tasks "
+                    "get the same ids and are merged in the store. Give each run an id of its "
+                    "own (or leave run_id out)")
     _active[wf] = None
     if wf.owner:
         # Only the owner: a process that does not own the run has each event on disk already,
