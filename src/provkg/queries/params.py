@@ -74,8 +74,9 @@ class Parameter:
         try:
             value = _PARSERS[self.type](raw)
         except (TypeError, ValueError) as exc:
+            range_note = " between -2^63 and 2^63-1" if "64-bit" in str(exc) else ""
             raise BadParameter(
-                f"parameter {self.name!r}: expected {self.form}") from exc
+                f"parameter {self.name!r}: expected {self.form}{range_note}") from exc
         if self.minimum is not None and isinstance(value, int) and value < self.minimum:
             raise BadParameter(f"parameter {self.name!r}: expected an integer >= {self.minimum}")
         return value
