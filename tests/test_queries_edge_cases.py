@@ -553,3 +553,34 @@ def test_the_best_training_by_its_last_epoch_when_only_epochs_record_the_measure
         [t["b"], "best"], [t["a"], "worst"]]
     acc = run_query(store, "d4", {"workflow": "flowers"}, schema=schema).rows  # accuracy
     assert [r[0] for r in acc] == [t["b"]] and acc[0][2] == pytest.approx(0.8)
+
+
+def test_q1_takes_each_survey_s_own_geometry(store):
+    """Found by black-box testing: a SEG-Y file in two surveys got four rows, each basin and
+    field also paired with the other survey's geometry."""
+    from provkg.term import iri, literal
+    from provkg.vocab import GEO, RDF, RDFS, SEIS
+
+    kg = "https://example.org/kg/"
+    spec = parse_spec(LEARNING)
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": "fit"},
+              {"type": "task", "event": "begin", "id": "r/t", "time": 1.7e9, "workflow_id": "r",
+               "transformation": "training",
+               "used": [{"name": "train_set", "id": "ds", "domain": kg + "X"}]},
+              {"type": "task", "event": "end", "id": "r/t", "time": 1.7e9 + 1, "workflow_id": "r",
+               "transformation": "training", "status": "finished",
+               "generated": [{"name": "model", "id": "m"}]}]
+    triples = [(iri(kg + "X"), iri(RDF.type), iri(SEIS.SegyFile))]
+    for s, wkt in (("S1", "POLYGON((0 0,1 0,1 1,0 0))"), ("S3", "POINT(3 3)")):
+        survey, geom = iri(kg + s), iri(kg + s + "/geom")
+        triples += [(iri(kg + "X"), iri(SEIS.survey), survey),
+                    (survey, iri(SEIS.basin), iri(kg + s + "/basin")),
+                    (iri(kg + s + "/basin"), iri(RDFS.label), literal(f"basin of {s}")),
+                    (survey, iri(SEIS.field), iri(kg + s + "/field")),
+                    (iri(kg + s + "/field"), iri(RDFS.label), literal(f"field of {s}")),
+                    (survey, iri(GEO.hasGeometry), geom),
+                    (geom, iri(GEO.asWKT), literal(wkt, GEO.wktLiteral))]
+    store.add([*map_spec(spec), *map_events(events, {"fit": spec}), *triples])
+    rows = run_query(store, "q1", {"model": "m"}).rows
+    assert sorted((r[2], r[1]) for r in rows) == [
+        ("basin of S1", "POLYGON((0 0,1 0,1 1,0 0))"), ("basin of S3", "POINT(3 3)")]
