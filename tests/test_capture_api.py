@@ -123,6 +123,10 @@ def test_ref_accepts_ids_and_refs_and_paths():
     assert values["model"]["location"] == "file:///tmp/model.pt"
     # found by black-box testing: "~/x.h5" was read as a folder named "~" in the working one
     assert capture.ref("~/x.h5").location == (Path.home() / "x.h5").as_uri()
+    # found by black-box testing: RFC 8089's other spellings of a local file broke lineage
+    for spelling in ("file:/data/a.sgy", "file://localhost/data/a.sgy", "FILE:///data/a.sgy"):
+        assert capture.ref(spelling).location == "file:///data/a.sgy", spelling
+    assert capture.ref("file://host/share/a.sgy").location == "file://host/share/a.sgy"
 
 
 def test_bad_ref_arguments_are_logged_not_raised(caplog):

@@ -234,3 +234,6 @@ def test_a_location_with_a_space_is_found_as_the_user_wrote_it(embedded_store):
     embedded_store.add(map_events(events, {"fit": spec}))
     assert _trainings(run_query(embedded_store, "q4", {"dataset": "~/sets/a b.h5"}).rows) == {
         mint_iri("task", "run-10/training")}
+    # ... and another RFC 8089 spelling of the same local file
+    assert _trainings(run_query(embedded_store, "q4", {"dataset": "file:/data/my set.h5"}).rows) == {
+        mint_iri("task", "run-9/training")}

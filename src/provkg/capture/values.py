@@ -184,10 +184,27 @@ def location_form(uri: str) -> str:
     """A location URI as :func:`ref` stores it: characters a URI cannot hold (a space, an
     accent) percent-encoded, so a query can name the data as its user wrote the path.
 
+    A local ``file:`` URI takes one spelling (RFC 8089 allows three), so the same file is
+    the same location whichever a program wrote:
+
     >>> location_form("file:///data/my set.h5")
     'file:///data/my%20set.h5'
+    >>> location_form("file:/data/a.sgy"), location_form("FILE://localhost/data/a.sgy")
+    ('file:///data/a.sgy', 'file:///data/a.sgy')
     """
-    return quote(uri, safe=_URI_SAFE)
+    return _one_file_form(quote(uri, safe=_URI_SAFE))
+
+
+def _one_file_form(uri: str) -> str:
+    """``file:/x`` and ``file://localhost/x`` (any case of the scheme) as ``file:///x``."""
+    if uri[:5].lower() != "file:":
+        return uri
+    rest = uri[5:]
+    if rest[:12].lower() == "//localhost/":
+        rest = rest[11:]
+    if rest.startswith("/") and not rest.startswith("//"):
+        return "file://" + rest
+    return "file:" + rest
 
 
 def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = False) -> str | None:
@@ -199,7 +216,7 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
         uri = str(uri)
     if isinstance(uri, str) and 0 < len(uri) <= MAX_URI and "\0" not in uri:
         if _URI.match(uri) and (not iri or is_valid_iri(uri)):
-            return uri
+            return uri if iri else _one_file_form(uri)
         try:
             if paths and _WINDOWS_PATH.match(uri):
                 fixed = PureWindowsPath(uri).as_uri()
