@@ -236,3 +236,44 @@ def test_demo_with_a_sink_refuses_a_store_the_server_cannot_share(tmp_path: Path
     err = capsys.readouterr().err
     assert "--store must be the store that server writes to" in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "db").exists()  # nothing started
+
+
+def test_demo_deletes_only_its_own_files_in_out(tmp_path: Path, capsys) -> None:
+    """Found by black-box testing: starting over deleted the whole --out folder, a user's
+    files with it (--out . emptied the working folder)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.txt").write_text("important")
+    (out / "figures-of-mine").mkdir()
+    for _ in range(2):  # memory: holds nothing the second time, so the demo starts over
+        assert main(["demo", "--small", "--store", "memory:", "--out", str(out)]) == 0
+        assert (out / "thesis.txt").read_text() == "important" and (out / "figures-of-mine").is_dir()
+        assert (out / "run.json").is_file() and (out / "report.md").is_file()
+    capsys.readouterr()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for bad in (afile, afile / "x"):
+        assert main(["demo", "--small", "--store", "memory:", "--out", str(bad)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: --out") and "Traceback" not in err
+    assert afile.read_text() == "x"
+
+
+def test_an_unreachable_sink_leaves_the_previous_run_in_place(tmp_path: Path, oxigraph_server,
+                                                             capsys) -> None:
+    """Found by black-box testing: a bad --sink deleted the previous run's provenance and
+    folder, then failed on the sink."""
+    store, out = oxigraph_server.store_url, tmp_path / "out"
+    with open_store(store) as s:
+        s.clear()
+    assert main(["demo", "--small", "--store", store, "--out", str(out)]) == 0
+    with open_store(store) as s:
+        before = s.count()
+    capsys.readouterr()
+    assert main(["demo", "--small", "--sink", "http://127.0.0.1:1", "--store", store,
+                 "--out", str(out)]) == 1
+    assert "cannot reach the provkg server" in capsys.readouterr().err
+    assert (out / "run.json").is_file()
+    with open_store(store) as s:
+        assert s.count() == before
+        s.clear()

@@ -35,7 +35,7 @@ from provkg.demo.display import PhaseProgress, print_answers
 from provkg.demo.example import KG_FILE, example_dir, kg_facts, load_example, survey_geometry
 from provkg.demo.plots import plot_lineage, plot_losses
 from provkg.demo.report import Report, write_report
-from provkg.demo.summary import RunSummary, read_summary, summarize, write_summary
+from provkg.demo.summary import FILE_NAME, RunSummary, read_summary, summarize, write_summary
 from provkg.errors import ProvkgError
 from provkg.spec import Spec, load_spec
 from provkg.store import Store, open_store
@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[yellow]reusing the run in {out} (same settings, its provenance is "
                           "in the store); --fresh starts over[/yellow]")
         else:
+            _check_out(out)
+            if args.sink:  # reachable, and mapping as the demo's specs say, before anything goes
+                _post_specs(args.sink, specs)
             _forget_previous(store, out)
             summary = _run_lifecycle(example, store, specs, args=args, out=out, sizes=sizes,
                                      settings=settings, console=console, started=started)
@@ -124,15 +127,37 @@ def _holds(store: Store, summary: RunSummary) -> bool:
                for t in summary.trainings)
 
 
+#: what the demo writes in its --out folder; nothing else there is ever deleted
+_OUTPUTS = ("raw", "interpretation", "curated", "prepared", "models", "figures", "report.md",
+            "report.html", FILE_NAME)
+
+
+def _check_out(out: Path) -> None:
+    """``out`` is (or can be made) a folder to write in, before anything is deleted."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".provkg-demo-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ProvkgError(f"--out {out}: the demo cannot write there "
+                          f"({exc.strerror or exc}); give a folder it may create and write in") from None
+
+
 def _forget_previous(store: Store, out: Path) -> None:
-    """Delete the demo's earlier provenance (its runs, tasks and values) and output folder."""
+    """Delete the demo's earlier provenance (its runs, tasks and values) and the files it
+    wrote in ``out`` (only those: ``--out`` may be a folder that holds other things)."""
     prefixes = [mint_iri(kind, RUN_PREFIX) for kind in ("run", "task", "value")]
     prefixes.append(mint_iri("value", out.as_uri() + "/"))
     test = " || ".join(f"STRSTARTS(STR(?s), {literal(p)})" for p in prefixes)
     store.update(f"DELETE {{ ?s ?p ?o }} WHERE {{ ?s ?p ?o FILTER({test}) }}")
     store.update(f"DELETE {{ GRAPH ?g {{ ?s ?p ?o }} }} WHERE {{ GRAPH ?g {{ ?s ?p ?o FILTER({test}) }} }}")
-    if out.exists():
-        shutil.rmtree(out)
+    for name in _OUTPUTS:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 def _run_lifecycle(example: Any, store: Store, specs: list[Spec], *, args: argparse.Namespace,
@@ -162,8 +187,7 @@ def _sink_factory(store: Store, specs: list[Spec], sink_url: str | None) -> Any:
     if sink_url is None:
         store_sink = require("provkg.service.ingest", "the in-process store sink").StoreSink
         return lambda: store_sink(store, specs)
-    _post_specs(sink_url, specs)
-    return lambda: sink_url
+    return lambda: sink_url  # (its specs were posted before the previous run was forgotten)
 
 
 def _post_specs(sink_url: str, specs: list[Spec]) -> None:
