@@ -228,3 +228,18 @@ def test_an_empty_answer_says_why_when_the_store_can_tell(tmp_path: Path, capsys
     assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr",
                  "-p", "value=12345", "--schema", "tagged", "--store", url]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--scale", "0"], "--scale: must be more than 0"), (["--scale", "11"], "at most 10"),
+    (["--queries", "zz"], "no canned query named 'zz'"), (["--stores", ","], "--stores: name"),
+    (["--timeout", "0"], "--timeout: must be more than 0"), (["--out", "/proc/x"], "--out /proc/x")])
+def test_bench_schemas_refuses_bad_arguments_before_the_long_work(tmp_path: Path, capsys, args, says) -> None:
+    """Found by black-box testing: --scale 0 was a traceback, and an unwritable --out or an
+    unknown query failed only after the data were generated, mapped, loaded and queried."""
+    work = tmp_path / "work"
+    assert main(["bench", "schemas", "--work", str(work), "--out", str(tmp_path / "out"),
+                 "--stores", "memory", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and "Traceback" not in err
+    assert not work.exists()  # nothing generated

@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "  provkg bench schemas --scale 1 --stores oxigraph,virtuoso --queries q1,q5,q7",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     bs.add_argument("--scale", type=float, default=0.01,
-                    help="fraction of the paper's 10.17M triples, 0.01 .. 1 (default %(default)s)")
+                    help="fraction of the paper's 10.17M triples, more than 0 and at most 10 (default %(default)s)")
     bs.add_argument("--stores", default="oxigraph,memory,rdflib,oxigraph-server,virtuoso",
                     help="comma-separated, from oxigraph (on disk), memory, rdflib, oxigraph-server, "
                          "virtuoso (default: all)")

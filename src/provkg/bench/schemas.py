@@ -333,15 +333,46 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] | None) -> None:
+    """Refuse what would fail only after the long work (found by black-box testing: an
+    unwritable --out lost a whole run's results; --scale 0 was a traceback)."""
+    from provkg.queries.catalog import get_query
+
+    for name in ("scale", "rdflib_scale"):
+        value = getattr(args, name, None)
+        if value is not None and not 0 < value <= 10:
+            raise ProvkgError(f"--{name.replace('_', '-')}: must be more than 0 and at most 10 "
+                              "(1 is the paper's 10.17M triples)")
+    for name in ("timeout", "rdflib_timeout", "budget", "explain_timeout"):
+        value = getattr(args, name, None)
+        if value is not None and not value > 0:
+            raise ProvkgError(f"--{name.replace('_', '-')}: must be more than 0 seconds")
+    if not stores:
+        raise ProvkgError(f"--stores: name at least one of {', '.join(STORES)}")
+    for q in queries or ():
+        get_query(q)  # UnknownQuery names the known ones
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".provkg-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ProvkgError(f"--out {out}: cannot write the results there "
+                          f"({exc.strerror or exc})") from None
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     """Handler of ``provkg bench schemas``; exit 1 when typed and tagged answers differ."""
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     queries = getattr(args, "queries", None)
+    only = [q.strip() for q in queries.split(",") if q.strip()] if queries else None
+    _check_args(args, stores, only)
     doc = run_experiment(
         scale=args.scale, stores=stores, out=Path(args.out),
         work=Path(getattr(args, "work", None) or "benchmarks/work"),
         rdflib_scale=getattr(args, "rdflib_scale", None),
-        queries=[q.strip() for q in queries.split(",")] if queries else None,
+        queries=only,
         timeout=getattr(args, "timeout", None) or 300.0,
         budget=getattr(args, "budget", None) or 60.0,
         rdflib_timeout=getattr(args, "rdflib_timeout", None) or 60.0,
