@@ -368,9 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.soak_child:
         print(json.dumps(child_soak(json.loads(args.soak_child))))
         return 0
-    if args.quick:
-        args.runs, args.tasks, args.soak, args.slow_runs, args.slow_tasks = 2, 2_000, 100_000, 1, 50
-        args.instruction_tasks = 500
+    if args.quick:  # smaller defaults; an option given on the command line still wins
+        given = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:])}
+        quick = {"runs": 2, "tasks": 2_000, "soak": 100_000, "slow_runs": 1, "slow_tasks": 50,
+                 "instruction_tasks": 500}
+        for name, value in quick.items():
+            if "--" + name.replace("_", "-") not in given:
+                setattr(args, name, value)
 
     from provkg.capture.broker import MosquittoBroker, free_port
 

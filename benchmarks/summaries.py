@@ -102,9 +102,9 @@ def main() -> int:
         "answers_equal": not mismatches, "mismatches": mismatches,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"summaries-{args.scale:g}"
-    stem.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    stem.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
+    stem = f"summaries-{args.scale:g}"  # (not Path.with_suffix: "0.01" has a dot of its own)
+    (args.out / f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    (args.out / f"{stem}.md").write_text(markdown(doc), encoding="utf-8")
     print(markdown(doc))
     if mismatches:
         print(f"ANSWERS DIFFER for {', '.join(mismatches)}", file=sys.stderr)
