@@ -243,3 +243,10 @@ def test_bench_schemas_refuses_bad_arguments_before_the_long_work(tmp_path: Path
     err = capsys.readouterr().err
     assert err.startswith("error: ") and says in err and "Traceback" not in err
     assert not work.exists()  # nothing generated
+
+
+def test_load_says_a_folder_is_a_folder(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: `provkg load adir` said "no such file: adir"
+    (tmp_path / "kg").mkdir()
+    assert main(["load", str(tmp_path / "kg"), "--store", "memory:"]) == 1
+    assert "a folder; load takes RDF files" in capsys.readouterr().err

@@ -83,6 +83,10 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
         StoreError: files that do not parse (above).  StoreUnavailable: the store failed.
     """
     files = [Path(p) for p in paths]
+    folders = [str(p) for p in files if p.is_dir()]
+    if folders:
+        raise NotFound(f"{', '.join(folders)}: a folder; load takes RDF files (give them, "
+                       f"e.g. {folders[0].rstrip('/')}/*.ttl)")
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         raise NotFound(f"no such file: {', '.join(missing)}")
