@@ -93,10 +93,10 @@ class OxigraphStore(Store):
                     return
                 except OSError:
                     pass
+            hint = (" (is another provkg process or an Oxigraph server using that folder?)"
+                    if "lock" in str(exc).lower() else "")
             raise StoreUnavailable(
-                f"cannot open the Oxigraph store in {directory}: {exc} "
-                "(is another provkg process or an Oxigraph server using that folder?)"
-            ) from exc
+                f"cannot open the Oxigraph store in {directory}: {exc}{hint}") from exc
 
     # -- writing ---------------------------------------------------------------
 
