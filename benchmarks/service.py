@@ -265,7 +265,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     latencies = [x for r in per_client for x in r["latencies"]]
     accepted = sum(r["events"] for r in per_client)
     return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "pyoxigraph": _version("pyoxigraph"), "fastapi": _version("fastapi"),
+                    "provkg_commit": _commit(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},
         "setup": {"clients": args.clients, "batch_events": args.batch, "duration_s": args.duration,
@@ -291,7 +294,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "applied_events_per_s": round(queue_at_stop["applied_events"] / elapsed, 1),
         "backlog_at_stop_events": queue_at_stop["backlog_events"],
         "drain_s": round(drain, 2),
+        # the clients' events and the persistence probes' (which the server applies too)
         "applied_events_total": queue_final["applied_events"],
+        "note": "applied_events_total counts the persistence probes' events as well as the "
+                "clients' accepted_events",
     }
 
 
@@ -333,6 +339,21 @@ test runs: load average {r['machine']['load_average_before']} before the clients
 - persistence probes: {r['persistence_latency_s']['probes']} (missed: {r['persistence_latency_s']['missed']})
 - CPU seconds while the clients ran: server {r['cpu_s']['server_while_clients_ran']}, all clients {r['cpu_s']['clients']}
 """)
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "missing"
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse",
+                           "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 def main() -> int:
