@@ -44,8 +44,8 @@ except ImportError:  # not POSIX: no locks (a replay must not run beside a live 
 
 from provkg.capture.report import report_once
 
-__all__ = ["Spool", "claim_segment", "spool_segments", "read_segment", "read_segment_lines", "DEFAULT_SPOOL",
-           "DEFAULT_SPOOL_BYTES"]
+__all__ = ["Spool", "claim_segment", "spool_segments", "read_segment", "read_segment_lines",
+           "DEFAULT_SPOOL", "DEFAULT_SPOOL_BYTES"]
 
 DEFAULT_SPOOL = "provkg-spool"
 DEFAULT_SPOOL_BYTES = 2 * 1024**3
@@ -230,7 +230,8 @@ class Spool:
 
     def _segment_for_appends(self) -> Any:
         """The current segment, open and locked for appends; a new one when there is none, it
-        is full, or a `provkg replay` holds or took it (its events are that replay's now)."""
+        is full, or a `provkg replay` holds it (sealed) or took it (its events are that
+        replay's now)."""
         while True:
             if self._current is None or self._current_size >= _SEGMENT_BYTES:
                 self._seal()
@@ -242,9 +243,9 @@ class Spool:
             f = self._file
             if f is None or self._file_pid != os.getpid():  # (a forked child never reuses it)
                 f = open(self._current, "ab", buffering=0)
-                if not _lock(f):
+                if not _lock(f):  # a replay has it (or a forked child kept our descriptor)
                     f.close()
-                    self._forget_current()
+                    self._seal()  # no more appends; re-sent by us later unless delivered first
                     continue
                 self._file, self._file_pid = f, os.getpid()
             if os.fstat(f.fileno()).st_nlink == 0:  # a replay took it while it was not open
@@ -279,6 +280,8 @@ class Spool:
         """The encoded events of one of this spool's segments (see ``read_segment_lines``)."""
         try:
             return read_segment_lines(segment)
+        except FileNotFoundError:  # a `provkg replay` delivered it meanwhile
+            return []
         except OSError as exc:
             report_once(("spool-read", exc.errno), f"cannot read the spool segment {segment}: {exc}")
             return []
@@ -308,6 +311,8 @@ class Spool:
                     return
                 segment.unlink()
                 self._bytes -= size
+                self._lines.pop(segment, None)
+            except FileNotFoundError:  # a `provkg replay` delivered it meanwhile
                 self._lines.pop(segment, None)
             except OSError as exc:
                 report_once(("spool-done", exc.errno), f"cannot update the spool segment {segment}: {exc}")
