@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
@@ -100,6 +101,27 @@ def get_settings(**overrides: object) -> Settings:
         field = re.search(r'field "(\w+)"', str(exc))
         name = field.group(1) if field else ""
         raise BadSetting(f"PROVKG_{name.upper()}: {_LIST}" if name else str(exc)) from None
+
+
+def writable_folder(path: str | os.PathLike[str], flag: str, purpose: str) -> Path:
+    """``path`` as a folder this process can write in (created if missing), checked before
+    long work or any deletion.
+
+    Raises:
+        BadSetting: ``flag`` names a file, a place it cannot create, or a folder it cannot
+            write in; ``purpose`` says what it was for.
+    """
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".provkg-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise BadSetting(f"{flag} {folder}: cannot write {purpose} there "
+                         f"({exc.strerror or exc}); give a folder that can be created and "
+                         "written in") from None
+    return folder
 
 
 def _bad_setting(exc: ValidationError, given: dict[str, object]) -> BadSetting:

@@ -336,6 +336,7 @@ def _say(text: str) -> None:
 def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] | None) -> None:
     """Refuse what would fail only after the long work (found by black-box testing: an
     unwritable --out lost a whole run's results; --scale 0 was a traceback)."""
+    from provkg.config import writable_folder
     from provkg.queries.catalog import get_query
 
     for name in ("scale", "rdflib_scale"):
@@ -351,15 +352,7 @@ def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] 
         raise ProvkgError(f"--stores: name at least one of {', '.join(STORES)}")
     for q in queries or ():
         get_query(q)  # UnknownQuery names the known ones
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".provkg-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ProvkgError(f"--out {out}: cannot write the results there "
-                          f"({exc.strerror or exc})") from None
+    writable_folder(args.out, "--out", "the results")
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:

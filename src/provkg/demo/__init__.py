@@ -30,6 +30,7 @@ from typing import Any
 
 from rich.console import Console
 
+from provkg.config import writable_folder
 from provkg.demo.answers import Answer, ask_all
 from provkg.demo.display import PhaseProgress, print_answers
 from provkg.demo.example import KG_FILE, example_dir, kg_facts, load_example, survey_geometry
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[yellow]reusing the run in {out} (same settings, its provenance is "
                           "in the store); --fresh starts over[/yellow]")
         else:
-            _check_out(out)
+            writable_folder(out, "--out", "the demo's files")  # before anything is deleted
             if args.sink:  # reachable, and mapping as the demo's specs say, before anything goes
                 _post_specs(args.sink, specs)
             _forget_previous(store, out)
@@ -130,18 +131,6 @@ def _holds(store: Store, summary: RunSummary) -> bool:
 #: what the demo writes in its --out folder; nothing else there is ever deleted
 _OUTPUTS = ("raw", "interpretation", "curated", "prepared", "models", "figures", "report.md",
             "report.html", FILE_NAME)
-
-
-def _check_out(out: Path) -> None:
-    """``out`` is (or can be made) a folder to write in, before anything is deleted."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".provkg-demo-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ProvkgError(f"--out {out}: the demo cannot write there "
-                          f"({exc.strerror or exc}); give a folder it may create and write in") from None
 
 
 def _forget_previous(store: Store, out: Path) -> None:
