@@ -584,3 +584,16 @@ def test_q1_takes_each_survey_s_own_geometry(store):
     rows = run_query(store, "q1", {"model": "m"}).rows
     assert sorted((r[2], r[1]) for r in rows) == [
         ("basin of S1", "POLYGON((0 0,1 0,1 1,0 0))"), ("basin of S3", "POINT(3 3)")]
+
+
+def test_p1_keeps_the_later_run_of_an_epoch_run_twice(store):
+    """Found by black-box testing: epoch 1 run again after a resume gave p1 two "latest epoch"
+    rows; the later run is the latest."""
+    spec = parse_spec(SECTIONS)
+    events = _training("dup", 0.1, 0.5, 1_700_000_000.0)
+    events += _epoch("dup", "dup/e0", 0, 1_700_000_001.0, 1_700_000_011.0, 0.9)
+    events += _epoch("dup", "dup/e1", 1, 1_700_000_011.0, 1_700_000_021.0, 0.7)
+    events += _epoch("dup", "dup/e1b", 1, 1_700_000_100.0, 1_700_000_130.0, 0.6)
+    store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    rows = run_query(store, "p1", {"workflow": "fit"}).rows
+    assert rows == [[mint_iri("task", "dup/training"), "learning_rate=0.1", 1, 30.0, 0.6]]

@@ -47,6 +47,9 @@ class CannedQuery:
     pair_columns: tuple[str, ...] = ()
     #: builder options for a second try when the query finds nothing (see ``run_query``)
     fallback: tuple[tuple[str, object], ...] = ()
+    #: (key column, time variable): of the rows of one key, only those with the latest time
+    #: (the SPARQL projects the time too; it is not a column of the answer)
+    latest_by: tuple[str, str] | None = None
 
     def parse(self, params: dict[str, object]) -> dict[str, object]:
         """Checked and typed parameter values, defaults filled in (raises BadParameter)."""
@@ -123,6 +126,8 @@ def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]], *
     sends: Virtuoso's Turtle results (which provkg reads for their exact doubles) come as an
     unordered graph. One mechanism for every store, so every store gives the same rows.
     """
+    if query.latest_by and all(c in columns for c in query.latest_by):
+        rows = _latest(rows, columns.index(query.latest_by[0]), columns.index(query.latest_by[1]))
     index = [columns.index(c) if c in columns else None for c in query.columns]
     out = []
     for row in rows:
@@ -138,6 +143,16 @@ def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]], *
             k = query.columns.index(var)
             out.sort(key=lambda r: _sort_key(r[k]), reverse=descending)
     return out
+
+
+def _latest(rows: list[list[Any]], key: int, when: int) -> list[list[Any]]:
+    """The rows whose ``when`` is the latest of their ``key`` (an epoch run again after a
+    resume: its last execution)."""
+    latest: dict[Any, Any] = {}
+    for row in rows:
+        if row[key] not in latest or _sort_key(row[when]) > _sort_key(latest[row[key]]):
+            latest[row[key]] = row[when]
+    return [row for row in rows if row[when] == latest[row[key]]]
 
 
 def _p(name: str, type: str, default: object = REQUIRED, help: str = "", **kw: Any) -> Parameter:
@@ -230,7 +245,7 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("p1", "Elapsed time and training loss of the latest epoch per hyperparameter "
                     "combination (ProvLight)", (_WORKFLOW,),
                     ("training", "hyperparameters", "epoch", "seconds", "loss"), build=D.p1,
-                    pair_columns=hp),
+                    pair_columns=hp, latest_by=("training", "end")),
         CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
                     (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
                     ("training", "value", "hyperparameters"), build=D.p2,

@@ -238,6 +238,7 @@ def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
              _anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
                                                            name=literal("loss"))),
              _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s")]
+    # ?end: of an epoch index run twice (a resume), the answer keeps the later run (latest_by)
     return select(["?training", "?hyperparameters", "?epoch", "(xsd:double(?s) AS ?seconds)",
-                   "?loss"], where,
+                   "?loss", "?end"], where,
                   order_by=["STR(?training)"])
