@@ -597,3 +597,38 @@ def test_p1_keeps_the_later_run_of_an_epoch_run_twice(store):
     store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
     rows = run_query(store, "p1", {"workflow": "fit"}).rows
     assert rows == [[mint_iri("task", "dup/training"), "learning_rate=0.1", 1, 30.0, 0.6]]
+
+
+def test_q1_and_q6_read_basin_and_field_wherever_the_kg_states_them(store):
+    """Found by black-box testing: q1 and q6 answered nothing, silently, for KG shapes the
+    seismic ontology allows: basin and field on the file itself (D), the basin only through
+    the field (E), a survey with a basin and no field (G)."""
+    from provkg.term import iri, literal
+    from provkg.vocab import RDF, RDFS, SEIS
+
+    kg = "https://example.org/kg/"
+    k = lambda name: iri(kg + name)  # noqa: E731
+    spec = parse_spec(LEARNING)
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": "fit"}]
+    for f in ("D", "E", "G", "N"):
+        events += [{"type": "task", "event": "begin", "id": f"r/{f}", "time": 1.7e9,
+                    "workflow_id": "r", "transformation": "training",
+                    "used": [{"name": "train_set", "id": f"ds-{f}", "domain": kg + f}]},
+                   {"type": "task", "event": "end", "id": f"r/{f}", "time": 1.7e9 + 1,
+                    "workflow_id": "r", "transformation": "training", "status": "finished",
+                    "generated": [{"name": "model", "id": f"m-{f}"}]}]
+    label = lambda node, text: (k(node), iri(RDFS.label), literal(text))  # noqa: E731
+    triples = [*[(k(f), iri(RDF.type), iri(SEIS.SegyFile)) for f in ("D", "E", "G", "N")],
+               (k("D"), iri(SEIS.basin), k("B2")), (k("D"), iri(SEIS.field), k("F3")),
+               (k("E"), iri(SEIS.survey), k("S4")), (k("S4"), iri(SEIS.field), k("F3")),
+               (k("F3"), iri(SEIS.basin), k("B2")),
+               (k("G"), iri(SEIS.survey), k("S5")), (k("S5"), iri(SEIS.basin), k("B2")),
+               label("B2", "Basin Two"), label("F3"[:2], "Field Three")]
+    store.add([*map_spec(spec), *map_events(events, {"fit": spec}), *triples])
+    expected = {"D": ("Basin Two", "Field Three"), "E": ("Basin Two", "Field Three"),
+                "G": ("Basin Two", None), "N": (None, None)}
+    for f, (basin, field) in expected.items():
+        q1 = run_query(store, "q1", {"model": f"m-{f}"}).rows
+        assert [(r[2], r[3]) for r in q1] == [(basin, field)], f
+        q6 = run_query(store, "q6", {"dataset": f"ds-{f}"}).rows
+        assert [(r[2], r[3]) for r in q6] == [(basin, field)], f

@@ -110,7 +110,7 @@ def q1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [*_trained_on(values_block({"model": t["model"]}), schema),
              *_seismic_file("?dataset"),
              # the geometry of the survey whose basin and field the row shows (domain_facts)
-             *_captured_or_kg("?coordinates", "?seismic_file", "?kg_file_survey",
+             *_captured_or_kg("?coordinates", "?seismic_file", "?kg_file_holder",
                               "seis:coordinates", ["geo:hasGeometry", "geo:asWKT"])]
     return select(["?seismic_file", "?coordinates", "?basin", "?field", "?slices"], where,
                   distinct=True, order_by=["STR(?seismic_file)"])

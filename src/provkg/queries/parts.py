@@ -265,17 +265,37 @@ def lineage(start: str, ancestor: str) -> Part:
                 (f"{start} (prov:wasDerivedFrom|prov:wasGeneratedBy/prov:used)* {ancestor}",))
 
 
+#: a node no triple has: keeps a variable bound when the KG has nothing for it, so the
+#: OPTIONALs after it look it up (an unbound variable would match every triple there)
+_NONE = "<urn:provkg:none>"
+_NONE_TEXT = '"urn:provkg:none"'
+
+
 def domain_facts(value: str, file: str, basin: str, field: str) -> Part:
-    """A captured value that denotes a SEG-Y file of the domain KG, its survey's basin and field
-    (as their labels, or the IRI when a resource has no label)."""
-    return Part("domain facts", (
-        f"{value} provlake:denotes {file}", f"{file} a seis:SegyFile",
-        f"{file} seis:survey {file}_survey", f"{file}_survey seis:basin {basin}_node",
-        f"{file}_survey seis:field {field}_node"),
-        extra=(f"OPTIONAL {{ {basin}_node rdfs:label {basin}_label }}",
+    """A captured value that denotes a SEG-Y file of the domain KG, with the basin and field
+    the KG gives it (as their labels, or the IRI when a resource has no label), as the
+    seismic ontology allows them to be stated: on each survey of the file (a row per survey:
+    ``{file}_holder`` is that survey), else on the file itself; a basin also through the
+    field. A file the KG gives neither has a row with no basin and no field."""
+    holder = f"{file}_holder"
+    return Part("domain facts", (f"{value} provlake:denotes {file}", f"{file} a seis:SegyFile"),
+        extra=(f"OPTIONAL {{ {file} seis:survey {file}_survey }}",
+               f"BIND(COALESCE({file}_survey, {file}) AS {holder})",
+               f"OPTIONAL {{ {holder} seis:field {field}_held }}",
+               f"OPTIONAL {{ {file} seis:field {field}_own }}",
+               f"BIND(COALESCE({field}_held, {field}_own, {_NONE}) AS {field}_node)",
+               f"OPTIONAL {{ {holder} seis:basin {basin}_held }}",
+               f"OPTIONAL {{ {file} seis:basin {basin}_own }}",
+               f"OPTIONAL {{ {field}_node seis:basin {basin}_of_field }}",
+               f"BIND(COALESCE({basin}_held, {basin}_own, {basin}_of_field, {_NONE}) "
+               f"AS {basin}_node)",
+               f"OPTIONAL {{ {basin}_node rdfs:label {basin}_label }}",
                f"OPTIONAL {{ {field}_node rdfs:label {field}_label }}",
-               f"BIND(COALESCE({basin}_label, STR({basin}_node)) AS {basin})",
-               f"BIND(COALESCE({field}_label, STR({field}_node)) AS {field})"))
+               # (by its text: Virtuoso's COALESCE gives the IRI back as a string)
+               f"BIND(IF(STR({basin}_node) = {_NONE_TEXT}, ?provkg_unbound, "
+               f"COALESCE({basin}_label, STR({basin}_node))) AS {basin})",
+               f"BIND(IF(STR({field}_node) = {_NONE_TEXT}, ?provkg_unbound, "
+               f"COALESCE({field}_label, STR({field}_node))) AS {field})"))
 
 
 def workflow_tasks(wf_spec: str, task: str) -> Part:
