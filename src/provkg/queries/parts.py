@@ -271,6 +271,17 @@ _NONE = "<urn:provkg:none>"
 _NONE_TEXT = '"urn:provkg:none"'
 
 
+def _one_label(node: str, label: str) -> tuple[str, ...]:
+    """``label``: one label of ``node`` (a row per label would repeat the answer per language):
+    the least untagged or English one, else the least of any language (one aggregate: the
+    preference is the first character of the key)."""
+    each, key = f"{label}_l", f"{label}_key"
+    preferred = f'LANG({each}) = "" || LANGMATCHES(LANG({each}), "en")'
+    return (f"OPTIONAL {{ SELECT {node} (MIN(CONCAT(IF({preferred}, \"0\", \"1\"), STR({each}))) "
+            f"AS {key}) WHERE {{ {node} rdfs:label {each} }} GROUP BY {node} }}",
+            f"BIND(SUBSTR({key}, 2) AS {label})")
+
+
 def domain_facts(value: str, file: str, basin: str, field: str) -> Part:
     """A captured value that denotes a SEG-Y file of the domain KG, with the basin and field
     the KG gives it (as their labels, or the IRI when a resource has no label), as the
@@ -289,8 +300,8 @@ def domain_facts(value: str, file: str, basin: str, field: str) -> Part:
                f"OPTIONAL {{ {field}_node seis:basin {basin}_of_field }}",
                f"BIND(COALESCE({basin}_held, {basin}_own, {basin}_of_field, {_NONE}) "
                f"AS {basin}_node)",
-               f"OPTIONAL {{ {basin}_node rdfs:label {basin}_label }}",
-               f"OPTIONAL {{ {field}_node rdfs:label {field}_label }}",
+               *_one_label(f"{basin}_node", f"{basin}_label"),
+               *_one_label(f"{field}_node", f"{field}_label"),
                # (by its text: Virtuoso's COALESCE gives the IRI back as a string)
                f"BIND(IF(STR({basin}_node) = {_NONE_TEXT}, ?provkg_unbound, "
                f"COALESCE({basin}_label, STR({basin}_node))) AS {basin})",
