@@ -247,12 +247,12 @@ class Spool:
                     f.close()
                     self._seal()  # no more appends; re-sent by us later unless delivered first
                     continue
+                if os.fstat(f.fileno()).st_nlink == 0:  # a replay took it while it was closed
+                    f.close()
+                    self._forget_current()
+                    continue
+                # held from here until sealed or released: no replay takes it meanwhile
                 self._file, self._file_pid = f, os.getpid()
-            if os.fstat(f.fileno()).st_nlink == 0:  # a replay took it while it was not open
-                f.close()
-                self._file = None
-                self._forget_current()
-                continue
             return f
 
     def _forget_current(self) -> None:
