@@ -9,7 +9,7 @@ import pytest
 from provkg.errors import BadParameter
 from provkg.mapper import map_events, map_spec
 from provkg.service.querying import render_query, run_query
-from provkg.spec import parse_spec
+from provkg.spec import Spec, parse_spec
 from provkg.term import mint_iri
 
 SPEC = """\
@@ -411,12 +411,15 @@ def test_d6_finds_adaptations_made_inside_an_epoch_as_well_as_beside_it(store, s
     assert rows == [[training, 1, "decay", 0.05], [training, 2, "step", 0.01]]
 
 
+def _spec_using(*attributes: str) -> Spec:
+    """SPEC whose training also uses ``attributes`` (YAML flow maps)."""
+    line = "      - {name: learning_rate, role: hyperparameter}\n"
+    return parse_spec(SPEC.replace(line, line + "".join(f"      - {a}\n" for a in attributes)))
+
+
 def test_hyperparameter_pairs_write_a_double_as_a_double(embedded_store):
     # found by black-box testing: momentum 1.0 showed as "momentum=1", like the integer 1
-    spec = parse_spec(SPEC.replace(
-        "      - {name: learning_rate, role: hyperparameter}\n",
-        "      - {name: learning_rate, role: hyperparameter}\n"
-        "      - {name: momentum, role: hyperparameter}\n      - {name: epochs, role: hyperparameter}\n"))
+    spec = _spec_using("{name: momentum, role: hyperparameter}", "{name: epochs, role: hyperparameter}")
     events = _training("one", 0.01, 0.9, 1_700_000_000.0)
     events[1]["used"] += [{"name": "momentum", "value": 1.0}, {"name": "epochs", "value": 3}]
     embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
@@ -446,10 +449,7 @@ def test_d8_ranks_tied_trainings_both_best_and_worst(embedded_store, schema):
 
 def test_model_hyperparameters_are_hyperparameters_too(store):
     # dropout declared as a model hyperparameter was missing from every hyperparameters column
-    spec = parse_spec(SPEC.replace(
-        "      - {name: learning_rate, role: hyperparameter}\n",
-        "      - {name: learning_rate, role: hyperparameter}\n"
-        "      - {name: dropout_p, role: model_hyperparameter}\n"))
+    spec = _spec_using("{name: dropout_p, role: model_hyperparameter}")
     events = _training("good", 0.01, 0.91, 1_700_000_000.0)
     events[1]["used"].append({"name": "dropout_p", "value": 0.25})
     for schema in ("typed", "tagged"):
