@@ -250,3 +250,11 @@ def test_load_says_a_folder_is_a_folder(tmp_path: Path, capsys) -> None:
     (tmp_path / "kg").mkdir()
     assert main(["load", str(tmp_path / "kg"), "--store", "memory:"]) == 1
     assert "a folder; load takes RDF files" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("group", "lists"), [("bench", "schemas"), ("spec", "validate")])
+def test_a_command_group_alone_shows_its_own_help(capsys, group: str, lists: str) -> None:
+    assert main([group]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: provkg {group} ")
+    assert lists in err

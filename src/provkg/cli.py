@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("spec", "work with prospective specs")
     spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
+    p.set_defaults(help_parser=p)  # `provkg spec` alone shows its actions, not the top help
     sv = spec_sub.add_parser(
         "validate", help="check a spec; errors name file, line and field",
         description="Checks prospective specs (YAML or JSON; their format: the README's spec\n"
@@ -230,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     # -- benchmarks ---------------------------------------------------------
     p = add("bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench_command", metavar="WHICH")
+    p.set_defaults(help_parser=p)
     bc = bench_sub.add_parser("clauses", help="clause counts per query part, typed vs tagged, next to the paper's Table 3")
     bc.add_argument("--format", choices=("table", "json"), default="table",
                     help="table for people (default), json for scripts")
@@ -380,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     handler = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
+        getattr(args, "help_parser", parser).print_help(sys.stderr)
         return 2
     try:
         return int(handler(args) or 0)
