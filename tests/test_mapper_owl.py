@@ -40,3 +40,41 @@ def test_the_check_would_catch_an_inconsistent_graph(tmp_path: Path) -> None:
                     f"{x} <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{PROVML.Model}> .\n")
     with pytest.raises(ProvkgError, match="inconsistent"):
         run_reasoner(load_owlready_world([path]))
+
+
+@pytest.mark.slow
+def test_a_checkpoint_read_as_a_dataset_keeps_the_typed_graph_consistent(tmp_path: Path) -> None:
+    """One file, two roles: written as a model by a training, read as a dataset by another
+    workflow's training (found by black-box testing: MLS's Model / Data disjointness made
+    such stores inconsistent)."""
+    from provkg.spec import parse_spec
+
+    specs = {name: parse_spec(f"""
+workflow: {name}
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used: [{{name: train_set, role: dataset}}, {{name: init, role: hyperparameter}}]
+    generated: [{{name: model, role: model}}]
+""", source=name) for name in ("teacher", "student")}
+    ckpt = "file:///lake/teacher.pt"
+    events = [
+        {"type": "workflow", "event": "begin", "id": "t", "time": 1.0, "workflow": "teacher"},
+        {"type": "task", "event": "end", "id": "t/train", "time": 2.0, "workflow_id": "t",
+         "transformation": "training", "status": "finished",
+         "generated": [{"name": "model", "location": ckpt}]},
+        {"type": "workflow", "event": "begin", "id": "s", "time": 3.0, "workflow": "student"},
+        {"type": "task", "event": "begin", "id": "s/train", "time": 3.0, "workflow_id": "s",
+         "transformation": "training", "used": [{"name": "train_set", "location": ckpt},
+                                                  {"name": "init", "location": ckpt}]},
+    ]
+    triples = set(map_events(events, specs, schema="typed"))
+    for spec in specs.values():
+        triples |= set(map_spec(spec, schema="typed"))
+    model = f"<https://w3id.org/provkg/id/value/{ckpt}>"
+    for role in (PROVML.Model, PROVML.LearningDataset, PROVML.LearningHyperparameterValue):
+        assert (model, "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", f"<{role}>") in triples
+    path = tmp_path / "typed.nt"
+    path.write_text("".join(f"{s} {p} {o} .\n" for s, p, o in sorted(triples)), encoding="utf-8")
+    run_reasoner(load_owlready_world([path]))  # raises ProvkgError when inconsistent

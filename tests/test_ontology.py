@@ -502,11 +502,11 @@ UNSATISFIABLE = {
     "ExecutionThatIsAModel": "provml:TrainingExecution, provml:Model",
     "TrainingThatValidates": "provml:TrainingExecution, provml:ValidationExecution",
     "StageThatIsASection": "provml:LearningStageExecution, provml:LearningSectionExecution",
-    "ModelThatIsAnEvaluation": "provml:Model, provml:ModelEvaluation",
+    "HyperparameterThatIsAnEvaluation":
+        "provml:LearningHyperparameterValue, provml:ModelEvaluation",
     "AttributeThatIsAValue": "provlake:Attribute, provlake:AttributeValue",
     "PlanThatRan": "provml:Training, provml:TrainingExecution",
     "WorkflowThatIsATask": "provlake:WorkflowExecution, provlake:DataTransformationExecution",
-    "HyperparameterThatIsData": "provml:LearningHyperparameterValue, provml:LearningDataset",
     "BasinThatIsAField": "seis:Basin, seis:Field",
     "InvocationThatIsData": "s-prov:Invocation, s-prov:Data",
     "UnknownStatus": 'prov:Activity, [ a owl:Restriction ; owl:onProperty provkg:status ; '
@@ -524,6 +524,11 @@ SATISFIABLE = {
     "DatasetByReference": "provml:LearningDataset, provlake:DataReference",
     "AdaptingSection": "provkg:AdaptationExecution, prov:Activity",
     "RunOfMls": "provml:LearningProcessExecution, mls:Run",
+    # one value node, one file, in two roles: a checkpoint written as a model and read as
+    # a dataset or a hyperparameter by another workflow (MLS's Model / Data disjointness
+    # must not reach these classes)
+    "CheckpointReadAsData": "provml:Model, provml:LearningDataset, provml:FeatureSetData",
+    "ModelGivenAsHyperparameter": "provml:Model, provml:LearningHyperparameterValue",
     "ChangedStreamData": "s-prov:Data, s-prov:StreamOut",
     # nothing forces a value to be an activity, or a section to be a stage
     "ModelThatIsNoActivity": "provml:Model, [ owl:complementOf prov:Activity ]",
