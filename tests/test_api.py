@@ -111,6 +111,31 @@ def test_ontologies_as_turtle(server: ApiServer, name: str) -> None:
     assert server.http.get("/v1/ontologies").json() == ontology_names()
 
 
+def test_ontologies_in_rdf_xml_load_in_owlready2_and_take_their_prefix_names(
+        server: ApiServer) -> None:
+    import io
+
+    import owlready2
+    import rdflib
+
+    response = server.http.get("/v1/ontologies/provml", headers={"Accept": "application/rdf+xml"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/rdf+xml")
+    turtle = rdflib.Graph().parse(data=read_ontology("prov-ml"), format="turtle")
+    world = owlready2.World()  # owlready2 reads RDF/XML, not Turtle
+    for imported in turtle.objects(None, rdflib.OWL.imports):
+        world.get_ontology(str(imported)).loaded = True  # offline: no fetch of the imports
+    onto = world.get_ontology("https://w3id.org/provkg/provml").load(
+        fileobj=io.BytesIO(response.content))
+    assert onto.search_one(iri="https://w3id.org/provkg/provml#TrainingExecution") is not None
+    nt = server.http.get("/v1/ontologies/prov-ml", headers={"Accept": "application/n-triples"})
+    assert nt.headers["content-type"].startswith("application/n-triples")
+    assert rdflib.Graph().parse(data=nt.text, format="nt").isomorphic(turtle)
+    refused = server.http.get("/v1/ontologies/sprov", headers={"Accept": "application/json"})
+    assert refused.status_code == 406
+    assert "text/turtle" in refused.json()["detail"]
+
+
 def test_specs_yaml_and_json(server: ApiServer) -> None:
     created = server.http.post("/v1/specs", content=SPEC, headers={**AUTH, "Content-Type": "application/yaml"})
     assert created.status_code == 201, created.text

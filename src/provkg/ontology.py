@@ -37,6 +37,9 @@ __all__ = [
     "ontology_names",
     "ontology_path",
     "read_ontology",
+    "ontology_name",
+    "ontology_text",
+    "ONTOLOGY_FORMATS",
     "all_ontology_paths",
     "import_paths",
     "ontology_iri",
@@ -104,14 +107,27 @@ def ontology_names() -> list[str]:
     return list(_FILES)
 
 
+#: DESIGN §2's prefix names, which users reach for before the file stems
+_ALIASES = {"provml": "prov-ml", "sprov": "s-prov", "seis": "seismic"}
+
+#: media type -> rdflib serializer name, Turtle (the files' own form) first
+ONTOLOGY_FORMATS = {"text/turtle": "turtle", "application/n-triples": "nt",
+                    "application/rdf+xml": "xml"}
+
+
+def ontology_name(name: str) -> str:
+    """The ontology's name for a name or its DESIGN prefix (``provml`` -> ``prov-ml``)."""
+    return _ALIASES.get(name, name)
+
+
 def ontology_path(name: str) -> Path:
-    """Path of the Turtle file of ontology ``name``.
+    """Path of the Turtle file of ontology ``name`` (or its prefix, e.g. ``provml``).
 
     Raises:
         NotFound: ``name`` is not one of :func:`ontology_names`, or its file is missing.
     """
     try:
-        file_name = _FILES[name]
+        file_name = _FILES[ontology_name(name)]
     except KeyError:
         raise NotFound(
             f"unknown ontology {name!r}; expected one of: {', '.join(_FILES)}"
@@ -129,6 +145,27 @@ def read_ontology(name: str) -> str:
         NotFound: unknown name or missing file.
     """
     return ontology_path(name).read_text(encoding="utf-8")
+
+
+def ontology_text(name: str, media: str) -> str:
+    """Ontology ``name`` in ``media`` (a key of :data:`ONTOLOGY_FORMATS`): the file itself
+    for Turtle, else rdflib's serialization of it (RDF/XML is what owlready2 reads).
+
+    Raises:
+        NotFound: unknown name or missing file.
+    """
+    path = ontology_path(name)
+    if media == "text/turtle":
+        return path.read_text(encoding="utf-8")
+    return _serialized(path, path.stat().st_mtime, ONTOLOGY_FORMATS[media])
+
+
+@cache
+def _serialized(path: Path, mtime: float, fmt: str) -> str:  # mtime: cache key only
+    import rdflib
+
+    graph = rdflib.Graph().parse(path, format="turtle")
+    return graph.serialize(format=fmt)
 
 
 def all_ontology_paths() -> list[Path]:

@@ -1,16 +1,24 @@
-"""``GET /v1/ontologies`` and ``GET /v1/ontologies/{name}`` (Turtle). Names are looked up, never
-joined to paths."""
+"""``GET /v1/ontologies`` and ``GET /v1/ontologies/{name}`` (Turtle, N-Triples or RDF/XML by
+the Accept header). Names are looked up, never joined to paths."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from provkg.api.openapi import error_responses
+from provkg.api.errors import NotAcceptable
+from provkg.api.openapi import _error, error_responses
+from provkg.api.render import negotiate
 from provkg.errors import NotFound
-from provkg.ontology import ontology_names, read_ontology
+from provkg.ontology import ONTOLOGY_FORMATS, ontology_name, ontology_names, ontology_text
 
 router = APIRouter(tags=["ontologies"])
+
+_NOT_ACCEPTABLE = _error("the Accept header allows none of Turtle, N-Triples, RDF/XML",
+                         "not_acceptable", "an ontology is served as text/turtle, "
+                         "application/n-triples, application/rdf+xml; the Accept header "
+                         "allows none of them")
 
 
 @router.get("/v1/ontologies", summary="Names of provkg's ontologies")
@@ -18,10 +26,22 @@ async def list_ontologies() -> list[str]:
     return ontology_names()
 
 
-@router.get("/v1/ontologies/{name}", summary="One ontology as Turtle",
+@router.get("/v1/ontologies/{name}", summary="One ontology as Turtle, N-Triples or RDF/XML",
+            description="`name` is one of `GET /v1/ontologies` or its prefix (`provml`, "
+                        "`sprov`, `seis`). Turtle by default; `Accept: application/rdf+xml` "
+                        "gives the form owlready2 (Protégé's library) reads, "
+                        "`application/n-triples` one triple a line (q-values honoured; an "
+                        "Accept header allowing none of the three gets 406).",
             response_class=Response,
-            responses={200: {"content": {"text/turtle": {}}}, **error_responses(404)})
-async def get_ontology(name: str) -> Response:
-    if name not in ontology_names():  # look up, never build a path from the request
+            responses={200: {"content": {m: {} for m in ONTOLOGY_FORMATS}},
+                       **error_responses(404),
+                       406: _NOT_ACCEPTABLE})
+async def get_ontology(name: str, request: Request) -> Response:
+    if ontology_name(name) not in ontology_names():  # look up, never build a path from the request
         raise NotFound(f"unknown ontology; expected one of: {', '.join(ontology_names())}")
-    return Response(read_ontology(name), media_type="text/turtle; charset=utf-8")
+    media = negotiate(", ".join(request.headers.getlist("accept")) or None, list(ONTOLOGY_FORMATS))
+    if media is None:
+        raise NotAcceptable(f"an ontology is served as {', '.join(ONTOLOGY_FORMATS)}; the Accept "
+                            "header allows none of them")
+    text = await run_in_threadpool(ontology_text, name, media)
+    return Response(text, media_type=f"{media}; charset=utf-8", headers={"Vary": "Accept"})
