@@ -258,3 +258,19 @@ def test_a_command_group_alone_shows_its_own_help(capsys, group: str, lists: str
     err = capsys.readouterr().err
     assert err.startswith(f"usage: provkg {group} ")
     assert lists in err
+
+
+def test_the_table_shows_stored_text_that_looks_like_rich_markup_as_it_is(
+        tmp_path: Path, capsys) -> None:
+    """Found by black-box testing: `[1,null]` printed as an empty cell, `[red]x[/red]` as `x`."""
+    data = tmp_path / "d.nt"
+    texts = ["[1,null]", "[red]alert[/red] keep", "C:\\\\path\\\\[x]", "[link=http://e]click[/link]"]
+    data.write_text("".join(f'<http://example.org/s{i}> <http://example.org/p> "{t}" .\n'
+                            for i, t in enumerate(texts)), encoding="utf-8")
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(data), "--store", url]) == 0
+    capsys.readouterr()
+    out = _sparql(tmp_path, "SELECT ?o WHERE { ?s <http://example.org/p> ?o } ORDER BY ?o", url,
+                  "table", capsys)
+    for shown in ["[1,null]", "[red]alert[/red] keep", "C:\\path\\[x]", "[link=http://e]click[/link]"]:
+        assert shown in out

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID,
                            TextColumn, TimeElapsedColumn)
 from rich.table import Table
+from rich.text import Text
 
 from provkg.demo.answers import Answer, short
 
@@ -70,9 +71,9 @@ def print_answers(console: Console, answers: list[Answer]) -> None:
         table = Table(title=f"[bold]{a.name.upper()}[/bold] {a.question}", title_justify="left",
                       show_lines=False, header_style="bold", expand=False)
         for column in a.columns:
-            table.add_column(column, overflow="fold")
-        for row in a.rows:
-            table.add_row(*(short(v) for v in row))
+            table.add_column(Text(column), overflow="fold")
+        for row in a.rows:  # Text: a stored value is data, not rich markup
+            table.add_row(*(Text(short(v)) for v in row))
         console.print(table)
         if not a.rows:
             console.print("   [yellow](no rows)[/yellow]")

@@ -214,12 +214,15 @@ def _cell(value: Any) -> str:
 def _table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title)
+    # Text, not str: rich reads a str as markup, and stored values like "[red]x[/red]",
+    # "[1,null]" or "[better]" are data, shown as they are
+    table = Table(title=Text(title) if title is not None else None)
     for c in columns:
-        table.add_column(c, overflow="fold")
+        table.add_column(Text(c), overflow="fold")
     for r in cells:
-        table.add_row(*r)
+        table.add_row(*(Text(v) for v in r))
     console = Console(file=io.StringIO(), width=max(80, Console().width), force_terminal=False)
     console.print(table)
     return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
