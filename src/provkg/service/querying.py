@@ -17,13 +17,14 @@ import sys
 from typing import Any
 
 from provkg.errors import BadParameter
+from provkg.mapper.terms import PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.json_values import json_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
-from provkg.term import Triple, iri, ntriples_line
+from provkg.term import Triple, iri, mint_iri, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV
 
 __all__ = [
@@ -131,9 +132,12 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
         if p.type != "data" or not isinstance(given, str) or given.startswith(base + "value/"):
             continue  # (a captured value's IRI is one already)
         found = values_at_location(store, given)
-        if not found:
-            continue  # read as an id (the default)
         own = term_for(p, given, base=base)
+        if not found:  # an id: the values captured at its location are the same data
+            found = _values_sharing_location(store, own, base=base)
+            if len(found) > 1:
+                out[p.name] = tuple(found)
+            continue
         # the id's own IRI only if a value has it (one VALUES row less: Virtuoso's compiler
         # runs out of code space on q3 with two rows repeated through its sub-selects); the
         # node a location bridge names (mapper.common.location_bridge) is not a value
@@ -141,6 +145,19 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
             found.insert(0, own)
         out[p.name] = tuple(found)
     return out
+
+
+def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str]:
+    """``value`` (an IRI term), then the value captured by its location alone, if any: a
+    consumer that read the file by its path (``capture.ref(path)``, no id) used the same data
+    as one that named the producer's id. Other ids at that location stay apart: a client
+    that gave two values two ids at one path (two versions of a file) told them apart."""
+    rows = store.select(f"SELECT DISTINCT ?v ?loc WHERE {{ {value} {PL.location} ?loc . "
+                        f"?v {PL.location} ?loc }}", hide_system_graphs=False)
+    by_path = sorted({iri(str(v)) for v, loc in rows.rows
+                      if isinstance(v, str) and str(v) == mint_iri("value", str(loc), base=base)}
+                     - {value})
+    return [value, *by_path]
 
 
 def query_form(text: str) -> str:
