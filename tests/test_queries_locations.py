@@ -257,3 +257,61 @@ def test_a_location_with_a_space_is_found_as_the_user_wrote_it(embedded_store):
     # ... and another RFC 8089 spelling of the same local file
     assert _trainings(run_query(embedded_store, "q4", {"dataset": "file:/data/my set.h5"}).rows) == {
         mint_iri("task", "run-9/training")}
+
+
+Q7_SPEC = """\
+workflow: tune
+phase: learning
+transformations:
+  - {name: training, kind: training, used: [{name: train_set, role: dataset}],
+     generated: [{name: model, role: model}]}
+  - {name: epoch, kind: section, of: training}
+  - {name: batch, kind: section, of: epoch, generated: [{name: loss, role: evaluation_measure}]}
+  - {name: validation, kind: validation, used: [{name: model, role: model}]}
+  - {name: val_epoch, kind: section, of: validation}
+  - {name: val_batch, kind: section, of: val_epoch,
+     generated: [{name: loss, role: evaluation_measure}]}
+"""
+
+
+def _q7_events() -> list[dict]:
+    """Training t1 writes model m1 (id and file); validation v1 loads it by the file alone.
+    Training t2 fine-tunes m1 into m2 (derived from m1, another file); v2 validates m2."""
+    ev: list[dict] = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "tune"}]
+    t = [10.0]
+
+    def stage(tid, name, used, generated, section, batch, loss):
+        ev.append({"type": "task", "event": "begin", "id": tid, "time": t[0], "workflow_id": "r",
+                   "transformation": name, "used": used})
+        ep = f"{tid}/e0"
+        ev.append({"type": "task", "event": "begin", "id": ep, "time": t[0], "workflow_id": "r",
+                   "transformation": section, "parent": tid, "index": 0})
+        ev.append({"type": "task", "event": "end", "id": f"{ep}/b0", "time": t[0] + 1, "workflow_id": "r",
+                   "transformation": batch, "parent": ep, "index": 0, "status": "finished",
+                   "generated": [{"name": "loss", "value": loss}]})
+        ev.append({"type": "task", "event": "end", "id": ep, "time": t[0] + 2, "workflow_id": "r",
+                   "transformation": section, "status": "finished"})
+        ev.append({"type": "task", "event": "end", "id": tid, "time": t[0] + 3, "workflow_id": "r",
+                   "transformation": name, "status": "finished", "generated": generated})
+        t[0] += 10
+
+    data = [{"name": "train_set", "id": "set", "location": "file:///sets/a.h5"}]
+    stage("t1", "training", data, [{"name": "model", "id": "m1", "location": "file:///m/1.pt"}],
+          "epoch", "batch", 0.5)
+    stage("v1", "validation", [{"name": "model", "location": "file:///m/1.pt"}], [],
+          "val_epoch", "val_batch", 0.7)
+    stage("t2", "training", data, [{"name": "model", "id": "m2", "location": "file:///m/2.pt",
+                                    "derived_from": ["m1"]}], "epoch", "batch", 0.4)
+    stage("v2", "validation", [{"name": "model", "id": "m2"}], [], "val_epoch", "val_batch", 0.9)
+    return ev
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q7_finds_a_validation_that_loaded_the_model_by_its_file(store, schema):
+    """Found by black-box testing: a validation that read the model by path (capture.ref)
+    was missing from q7; a model fine-tuned from it (derived, other file) is not its use."""
+    spec = parse_spec(Q7_SPEC)
+    store.add([*map_spec(spec, schema=schema), *map_events(_q7_events(), {"tune": spec}, schema=schema)])
+    rows = run_query(store, "q7", {"dataset": "set"}, schema=schema).rows
+    by_model = {r[0]: (r[1], r[4]) for r in rows}
+    assert by_model == {mint_iri("value", "m2"): (0.4, 0.9), mint_iri("value", "m1"): (0.5, 0.7)}

@@ -330,7 +330,7 @@ def _q7_columns(where: Where, v: dict[str, object]) -> str:
 def _q7_where(t: dict[str, str], schema: str, best_batch) -> Where:  # type: ignore[no-untyped-def]
     anchor = _trainings_on(t, schema)
     validation = [*anchor, P.model("?training", "?model", schema),
-                  P.link("?validation prov:used ?model"),
+                  *P.use_of_value("?validation", "?model"),
                   P.stage("?validation", "validation", schema)]
     return [
         best_batch(anchor, "?training", "training", "?training", "?training_min_batch_loss"),
