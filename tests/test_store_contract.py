@@ -86,6 +86,18 @@ def test_load_file_formats(store: Store, tmp_path: Path, suffix: str) -> None:
     assert store.select(f"SELECT ?v WHERE {{ {S} {Q} ?v }}").rows == [["é ☃ 𝄞"]]
 
 
+def test_loading_n_quads_keeps_what_the_default_graph_held(store: Store, tmp_path: Path) -> None:
+    """Found by black-box testing: on rdflib a .nq file emptied the default graph first."""
+    before = tmp_path / "before.nt"
+    before.write_text(f"{S} {P} {literal(1)} .\n{S} {P} {literal(2)} .\n", encoding="utf-8")
+    quads = tmp_path / "more.nq"
+    quads.write_text(f"{S} {P} {literal(3)} .\n{S} {P} {literal(4)} <{G1}> .\n", encoding="utf-8")
+    assert store.load_file(before) == 2
+    assert store.load_file(quads) == 2
+    assert sorted(store.select(f"SELECT ?v WHERE {{ {S} {P} ?v }}").rows) == [[1], [2], [3], [4]]
+    assert store.count(graph=G1) == 1
+
+
 def test_values_come_back_as_python(store: Store) -> None:
     values = [0.1, 1e-300, -2.5e300, 2**53 + 1, -7, True, False, "héllo ☃ 𝄞 \"quoted\"\n\ttab", ""]
     assert store.add([(S, P, literal(v)) for v in values]) == len(values)

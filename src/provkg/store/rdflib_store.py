@@ -101,7 +101,7 @@ class RdflibStore(Store):
             try:
                 self._parse(lambda target: target.parse(source=source, format=_FORMATS[fmt],
                                                         publicID=path.resolve().as_uri()),
-                            graph=None if quads else graph, whole_dataset=quads, what=str(path))
+                            graph=graph, whole_dataset=quads, what=str(path))
             except StoreError as exc:
                 where = _diagnose(path, fmt, gzipped)
                 if where is None:
@@ -207,11 +207,18 @@ class RdflibStore(Store):
         try:
             with _rdflib_call():
                 if whole_dataset:
-                    target: Graph = ds
-                elif graph is None:
-                    target = ds.default_graph
-                else:
-                    target = ds.graph(URIRef(graph))
+                    # into a fresh dataset first: rdflib's N-Quads parse into a dataset that
+                    # holds data empties its default graph (found by black-box testing)
+                    fresh = Dataset()
+                    parse(fresh)
+                    for s, p, o, g in fresh.quads((None, None, None, None)):
+                        g_id = getattr(g, "identifier", g)  # a Graph or its name, by version
+                        default = g_id is None or g_id == DATASET_DEFAULT_GRAPH_ID
+                        target = ((ds.graph(URIRef(graph)) if graph else ds.default_graph)
+                                  if default else ds.graph(g_id))  # as Oxigraph's to_graph
+                        target.add((s, p, o))
+                    return
+                target: Graph = ds.default_graph if graph is None else ds.graph(URIRef(graph))
                 parse(target)
         except Exception as exc:  # rdflib's parsers raise assorted types
             raise StoreError(f"rdflib could not read {what}: {exc}") from exc
