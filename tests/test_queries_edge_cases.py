@@ -282,6 +282,38 @@ def test_q2_pairs_each_tile_size_with_the_noise_threshold_of_the_same_cut(store,
 
 
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q2_keeps_each_preparation_path_of_a_merged_training_set_apart(store, schema):
+    # two selections, each cut with its own tile size and noise, merged into one training
+    # set: two rows, one per path, not the four combinations of tilings and slice ranges
+    # (found by black-box testing: 32 / 0.25 with slices 100-199 never existed)
+    prep, fit = parse_spec(TILINGS), parse_spec(LEARNING)
+    t0 = 1_700_000_000.0
+
+    def task(tid, name, used, generated):
+        common = {"type": "task", "id": tid, "workflow_id": "p" if name != "training" else "f",
+                  "transformation": name}
+        return [{**common, "event": "begin", "time": t0, "used": used},
+                {**common, "event": "end", "time": t0 + 1, "status": "finished", "generated": generated}]
+
+    events = [{"type": "workflow", "event": "begin", "id": "p", "time": t0, "workflow": "prep2"},
+              {"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"}]
+    for path, (first, last), tile, noise in (("A", (100, 199), 64, 0.15), ("B", (10, 59), 32, 0.25)):
+        events += task(f"sel{path}", "select", [{"name": "first_inline", "value": first},
+                                                {"name": "last_inline", "value": last}],
+                       [{"name": "selection", "id": f"sel{path}-out"}])
+        events += task(f"cut{path}", "cut", [{"name": "selection", "id": f"sel{path}-out"},
+                                             {"name": "tsize", "value": tile}, {"name": "noise", "value": noise}],
+                       [{"name": "tiles", "id": f"cut{path}-out"}])
+    events += task("merge", "merge", [{"name": "tiles", "id": "cutA-out"}, {"name": "tiles", "id": "cutB-out"}],
+                   [{"name": "train_set", "id": "dsM"}])
+    events += task("fitM", "training", [{"name": "train_set", "id": "dsM"}], [{"name": "model", "id": "mM"}])
+    store.add([*map_spec(prep, schema=schema), *map_spec(fit, schema=schema),
+               *map_events(events, {"prep2": prep, "fit": fit}, schema=schema)])
+    rows = run_query(store, "q2", {"model": "mM"}, schema=schema).rows
+    assert sorted(rows) == [[32, 0.25, 10, 59], [64, 0.15, 100, 199]]
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
 def test_q2_has_no_row_for_a_model_whose_lineage_holds_no_selection(store, schema):
     fit = parse_spec(LEARNING)
     t0 = 1_700_000_000.0

@@ -130,19 +130,19 @@ def _selection(concept: str, var: str) -> str:
     return optional(lineage("?dataset", used_by_maker, prefix=f"{var}_lin"))
 
 
-def _slice_range() -> str:
-    """OPTIONAL ``?slice_start`` and ``?slice_end``, both used by the same task that made the
-    dataset or one of its ancestors: two crops of different ranges are two ranges, never
+def _slice_range(start: str = "?dataset", sr: str = "?sr") -> str:
+    """OPTIONAL ``?slice_start`` and ``?slice_end``, both used by the same task that made
+    ``start`` or one of its ancestors: two crops of different ranges are two ranges, never
     their four combinations."""
     def used_by_maker(node: str, k: int | None) -> list[str | P.Part]:
-        return [P.link("?sr_start_attr provlake:concept seis:sliceStart",
-                       "?sr_start_v prov:wasDerivedFrom ?sr_start_attr",
-                       "?sr_start_v prov:value ?slice_start", "?sr_task prov:used ?sr_start_v",
-                       f"{node} prov:wasGeneratedBy ?sr_task",
-                       "?sr_task prov:used ?sr_end_v", "?sr_end_v prov:wasDerivedFrom ?sr_end_attr",
-                       "?sr_end_attr provlake:concept seis:sliceEnd",
-                       "?sr_end_v prov:value ?slice_end")]
-    return optional(lineage("?dataset", used_by_maker, prefix="?sr_lin"))
+        return [P.link(f"{sr}_start_attr provlake:concept seis:sliceStart",
+                       f"{sr}_start_v prov:wasDerivedFrom {sr}_start_attr",
+                       f"{sr}_start_v prov:value ?slice_start", f"{sr}_task prov:used {sr}_start_v",
+                       f"{node} prov:wasGeneratedBy {sr}_task",
+                       f"{sr}_task prov:used {sr}_end_v", f"{sr}_end_v prov:wasDerivedFrom {sr}_end_attr",
+                       f"{sr}_end_attr provlake:concept seis:sliceEnd",
+                       f"{sr}_end_v prov:value ?slice_end")]
+    return optional(lineage(start, used_by_maker, prefix=f"{sr}_lin"))
 
 
 def _tiling() -> str:
@@ -156,13 +156,17 @@ def _tiling() -> str:
                 optional(P.link("?tiling_task prov:used ?tiling_nv",
                                 "?tiling_nv prov:wasDerivedFrom ?tiling_nattr",
                                 "?tiling_nattr provlake:concept seis:noiseThreshold",
-                                "?tiling_nv prov:value ?noise_threshold"))]
+                                "?tiling_nv prov:value ?noise_threshold")),
+                # the slice range on this tiling's own path (its task or the ones before):
+                # a dataset merged from two preparations is two rows, not four
+                _slice_range(node, "?tsr")]
     return optional(lineage("?dataset", used_by_maker, prefix="?tiling_lin"))
 
 
 def q2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     columns = [var for var, _ in _SELECTION]
     where = [*_trained_on(values_block({"model": t["model"]}), schema), _tiling(),
+             # a noise threshold or slice range no tiling path holds: from the whole lineage
              _selection("seis:noiseThreshold", "?noise_threshold"), _slice_range(),
              # a model whose lineage holds none of them has no row (not one row of nulls)
              "FILTER(" + " || ".join(f"BOUND({c})" for c in columns) + ")"]
