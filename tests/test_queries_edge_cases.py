@@ -543,7 +543,7 @@ phase: learning
 transformations:
   - name: training
     kind: training
-    used: [{name: learning_rate, role: hyperparameter}]
+    used: [{name: learning_rate, role: hyperparameter}, {name: images, role: dataset}]
     generated: [{name: model, role: model}]
   - name: epoch
     kind: section
@@ -564,7 +564,8 @@ def test_the_best_training_by_its_last_epoch_when_only_epochs_record_the_measure
     runs = {"a": (0.1, [0.5, 0.1, 0.3]), "b": (0.01, [0.6, 0.4, 0.2]), "c": (0.05, [0.9, 0.25])}
     for run, (lr, losses) in runs.items():
         with capture.workflow("flowers", sink=sink, run_id=run) as wf:
-            with wf.task("training", used={"learning_rate": lr}) as training:
+            with wf.task("training", used={"learning_rate": lr,
+                                           "images": capture.ref("file:///data/flowers")}) as training:
                 order = list(enumerate(losses))
                 if run == "c":
                     order.reverse()
@@ -585,6 +586,10 @@ def test_the_best_training_by_its_last_epoch_when_only_epochs_record_the_measure
         [t["b"], "best"], [t["a"], "worst"]]
     acc = run_query(store, "d4", {"workflow": "flowers"}, schema=schema).rows  # accuracy
     assert [r[0] for r in acc] == [t["b"]] and acc[0][2] == pytest.approx(0.8)
+    # q3 too (found by black-box testing: it answered nothing), with the last epoch's value
+    b_model = mint_iri("value", "file:///models/b.pt")
+    assert run_query(store, "q3", {"dataset": "file:///data/flowers"}, schema=schema).rows == [
+        [b_model, "evaluation", "loss", 0.2], [b_model, "hyperparameter", "learning_rate", 0.01]]
 
 
 def test_q1_takes_each_survey_s_own_geometry(store):

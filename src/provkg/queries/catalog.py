@@ -197,7 +197,7 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("q3", "Given a training set, the hyperparameters and evaluation measures of "
                     "the model with the least measure (PROV-ML Q3)",
                     (_DATASET, _measure("loss"), _BETTER), ("model", "role", "name", "value"),
-                    build=L.q3),
+                    build=L.q3, fallback=_LAST_EPOCH),
         CannedQuery("q4", "Average, min and max batch times per epoch of the trainings that used "
                     "a dataset (PROV-ML Q4)", (_DATASET,),
                     ("training", "epoch", "batches", "avg_seconds", "min_seconds", "max_seconds"),

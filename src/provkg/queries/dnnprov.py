@@ -18,7 +18,7 @@ from provkg.queries.builder import (
     subquery,
     union,
 )
-from provkg.queries.lifecycle import measure_lower
+from provkg.queries.lifecycle import measure_lower, training_measure
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 from provkg.term import literal
@@ -51,25 +51,9 @@ def _bound(t: dict[str, str], name: str) -> str:
 
 
 def _measured(t: dict[str, str], schema: str, v: dict[str, object]) -> list[str | P.Part]:
-    """Trainings of the workflow with their value ``?value`` of ``measure``: the one the
-    training generated, or with ``measure_at="last_epoch"`` the one its last epoch (its
-    section of the highest index that has the measure) generated."""
-    if v.get("measure_at") != "last_epoch":
-        return [*_trainings(t, schema, "measure"),
-                P.model_evaluation("?training", "?m", "?value", schema, name="?measure"),
-                "FILTER(isNumeric(?value))"]  # a "NaN" string (a diverged run) is no best
-    last = subquery(["?training", "(MAX(?mi) AS ?m_last)"],
-                    [*_trainings(t, schema, "measure"),
-                     P.section("?m_ep", "?training", "training", schema),
-                     P.link("?m_ep provkg:index ?mi"),
-                     P.model_evaluation("?m_ep", "?mm", "?mv", schema, name="?measure"),
-                     "FILTER(isNumeric(?mv))"],
-                    group_by=["?training"])
-    return [*_trainings(t, schema, "measure"), last,
-            P.section("?m_ep", "?training", "training", schema),
-            P.link("?m_ep provkg:index ?m_last"),
-            P.model_evaluation("?m_ep", "?m", "?value", schema, name="?measure"),
-            "FILTER(isNumeric(?value))"]
+    """Trainings of the workflow with their value ``?value`` of ``measure`` (the training's,
+    or its last epoch's: :func:`provkg.queries.lifecycle.training_measure`)."""
+    return training_measure(_trainings(t, schema, "measure"), schema, v, "?value")
 
 
 def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:

@@ -179,30 +179,62 @@ def _trainings_on(t: dict[str, str], schema: str) -> Where:
             P.link("?training prov:used ?dataset"), P.stage("?training", "training", schema)]
 
 
-def _models_on_dataset(t: dict[str, str], schema: str) -> Where:
+def training_measure(anchor: Where, schema: str, v: dict[str, object], value: str) -> Where:
+    """``anchor`` (which binds ``?training`` and ``?measure``) with ``value``: the measure the
+    training generated, or with ``measure_at="last_epoch"`` (the catalog's fallback when no
+    training recorded it) the one its last epoch (the section of the highest index that has
+    the measure) generated. A "NaN" string (a diverged run) is no value to rank."""
+    if v.get("measure_at") != "last_epoch":
+        return [*anchor, P.model_evaluation("?training", "?m", value, schema, name="?measure"),
+                f"FILTER(isNumeric({value}))"]
+    last = subquery(["?training", "(MAX(?mi) AS ?m_last)"],
+                    [*anchor, P.section("?m_ep", "?training", "training", schema),
+                     P.link("?m_ep provkg:index ?mi"),
+                     P.model_evaluation("?m_ep", "?mm", "?mv_any", schema, name="?measure"),
+                     "FILTER(isNumeric(?mv_any))"],
+                    group_by=["?training"])
+    return [*anchor, last, P.section("?m_ep", "?training", "training", schema),
+            P.link("?m_ep provkg:index ?m_last"),
+            P.model_evaluation("?m_ep", "?m", value, schema, name="?measure"),
+            f"FILTER(isNumeric({value}))"]
+
+
+def _models_on_dataset(t: dict[str, str], schema: str, v: dict[str, object]) -> Where:
     """Models of trainings that used ``dataset``, with the value ``?mv`` of their ``measure``."""
-    return [*_trainings_on(t, schema), P.model("?training", "?model", schema),
-            P.model_evaluation("?training", "?m", "?mv", schema, name="?measure"),
-            "FILTER(isNumeric(?mv))"]  # a "NaN" string (a diverged run) is no best
+    return training_measure([*_trainings_on(t, schema), P.model("?training", "?model", schema)],
+                            schema, v, "?mv")
 
 
 def q3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     best = "MIN" if measure_lower(v) else "MAX"
-    winner = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema)),
-              *_models_on_dataset(t, schema), "FILTER(?mv = ?best)"]
+    winner = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema, v)),
+              *_models_on_dataset(t, schema, v), "FILTER(?mv = ?best)"]
     hyper = [P.hyperparameters("?training", "?name", "?value", schema),
              'BIND("hyperparameter" AS ?role)']
     evals = [P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
              'BIND("evaluation" AS ?role)']
+    last_epoch = v.get("measure_at") == "last_epoch"
+    if last_epoch:  # the training has no evaluations: its last epoch's value of the measure
+        evals = ["BIND(?measure AS ?name)", "BIND(?mv AS ?value)", 'BIND("evaluation" AS ?role)']
+    columns = ["?model", "?role", "?name", "?value"]
     if current_dialect() == "virtuoso":  # its compiler fails on the inline form (SP031)
-        where = [subquery(["?training", "?model"], winner), union(hyper, evals)]
+        kept = ["?training", "?model"]
+        if last_epoch:  # a BIND in a UNION branch sees only that branch's variables, so the
+            # evaluation row takes the measure and its value after the UNION (a second copy
+            # of the winner inside it overflows Virtuoso's compiler stack on the tagged form)
+            kept += ["?measure", "?mv"]
+            hyper = [P.hyperparameters("?training", "?h_name", "?h_value", schema),
+                     'BIND("hyperparameter" AS ?role)']
+            evals = ['BIND("evaluation" AS ?role)']
+            columns = ["?model", "?role", '(IF(?role = "evaluation", ?measure, ?h_name) AS ?name)',
+                       '(IF(?role = "evaluation", ?mv, ?h_value) AS ?value)']
+        where = [subquery(kept, winner), union(hyper, evals)]
     else:
         # each branch repeats the anchor inline, so the store walks from the winning training
         # to its hyperparameters / evaluations (Oxigraph evaluates a shared sub-select and the
         # UNION on their own, then joins: the values of every training in the store were read)
         where = [union([*winner, *hyper], [*winner, *evals])]
-    return select(["?model", "?role", "?name", "?value"], where,
-                  distinct=True, order_by=["STR(?model)", "?role", "?name"])
+    return select(columns, where, distinct=True, order_by=["STR(?model)", "?role", "?name"])
 
 
 def _batch_times(schema: str) -> Where:
