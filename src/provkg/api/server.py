@@ -17,6 +17,7 @@ import uvicorn
 from provkg.api.app import create_app, open_service
 from provkg.config import get_settings
 from provkg.errors import ProvkgError
+from provkg.store import display_url
 
 __all__ = ["cmd_serve", "CannotListen", "listen_socket"]
 
@@ -102,7 +103,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                 access_log=False, timeout_graceful_shutdown=10,
                                 loop="auto", http="auto")
         server = uvicorn.Server(config)
-        print(f"provkg serving {settings.store} on {_url(settings.host, port)} "
+        print(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
               f"(docs: /docs)", flush=True)
         server.run(sockets=[sock])
     finally:

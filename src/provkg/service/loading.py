@@ -17,7 +17,7 @@ from pathlib import Path
 
 from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
-from provkg.store import Store, open_store
+from provkg.store import Store, display_url, open_store
 
 __all__ = ["LoadEntry", "LoadReport", "init_store", "load_files", "cmd_init", "cmd_load"]
 
@@ -132,7 +132,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     """``provkg init``: load the ontologies into ``--store`` and print what was loaded."""
     with open_store(args.store) as store:
         report = init_store(store)
-    print(f"loaded provkg's ontologies into {args.store}:")
+    print(f"loaded provkg's ontologies into {display_url(args.store)}:")
     print("\n".join(report.lines()))
     return 0
 

@@ -16,9 +16,13 @@ Store URLs (``--store URL`` or ``PROVKG_STORE``):
 Options for the server forms go in the query string and are removed from the endpoint URL:
 ``update=URL|/path`` (update endpoint; default: the query URL), ``gsp=URL|/path`` (Graph Store
 Protocol endpoint for fast bulk loads), ``user=`` / ``password=`` (HTTP credentials, digest or
-basic), ``default_graph=IRI`` (where writes without a graph go, for stores with no writable
-default graph), ``union=PARAM`` (query parameter asking the endpoint for the union default graph).
-Example: ``sparql+http://127.0.0.1:7878/query?update=/update&gsp=/store&union=union-default-graph``.
+basic; ``user:password@HOST`` works too), ``default_graph=IRI`` (where writes without a graph
+go, for stores with no writable default graph), ``union=PARAM`` (query parameter asking the
+endpoint for the union default graph), ``connect_timeout=S`` (seconds to connect; default 5),
+``timeout=S`` (seconds to wait for an answer when no time limit is given; default 900; writes
+wait at least 600). Example:
+``sparql+http://127.0.0.1:7878/query?update=/update&gsp=/store&union=union-default-graph``.
+Messages show store URLs through :func:`display_url`, which hides passwords.
 
 >>> with open_store("memory:") as store:
 ...     store.count()
@@ -31,16 +35,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
-from provkg.store.base import Rows, Store
+from provkg.store.base import Rows, Store, display_url
 
-__all__ = ["open_store", "store_dialect", "Store", "Rows", "STORE_SCHEMES"]
+__all__ = ["open_store", "store_dialect", "display_url", "Store", "Rows", "STORE_SCHEMES"]
 
 
 def _oxigraph(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
     if not rest:
-        raise BadParameter(f"store URL {url!r} names no folder: expected oxigraph:DIR, "
+        raise BadParameter(f"store URL {display_url(url)!r} names no folder: expected oxigraph:DIR, "
                            "e.g. oxigraph:provkg-data")
     return OxigraphStore(rest, url=url, read_only=read_only)
 
@@ -55,7 +59,7 @@ def _rdflib(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.rdflib_store import RdflibStore
 
     if rest:  # it holds nothing on disk: a path here would be silently forgotten at exit
-        raise BadParameter(f"store URL {url!r}: rdflib: is in memory only and takes no path; "
+        raise BadParameter(f"store URL {display_url(url)!r}: rdflib: is in memory only and takes no path; "
                            "for a store on disk use oxigraph:DIR")
 
     return RdflibStore(url=url)
@@ -108,15 +112,26 @@ def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> 
     factory = STORE_SCHEMES.get(scheme.lower()) if sep else None
     if factory is None:
         raise BadParameter(
-            f"unknown store URL {url!r}: expected one of oxigraph:DIR, memory:, rdflib:, "
+            f"unknown store URL {display_url(url)!r}: expected one of oxigraph:DIR, memory:, rdflib:, "
             "oxigraph+http://HOST:PORT, virtuoso+http://HOST:PORT, sparql+http://HOST:PORT/PATH "
             "(see `provkg --help`)"
         )
-    if existing and factory is _oxigraph and rest and not Path(rest).is_dir():
-        raise NotFound(f"no store in {rest!r} (store URL {url!r}): load or ingest into it first, "
-                       "or give --store / $PROVKG_STORE")
+    if existing and factory is _oxigraph and rest and not _is_folder(rest, url):
+        raise NotFound(f"no store in {rest!r} (store URL {display_url(url)!r}): load or ingest "
+                       "into it first, or give --store / $PROVKG_STORE")
     try:
         return factory(rest, url, read_only)
     except ImportError as exc:  # a backend's package is not installed
-        raise StoreUnavailable(f"store {url!r} needs the package {exc.name!r}: "
+        raise StoreUnavailable(f"store {display_url(url)!r} needs the package {exc.name!r}: "
                                f"pip install {exc.name}") from exc
+
+
+def _is_folder(path: str, url: str) -> bool:
+    """Whether ``path`` is a folder; a path that cannot be looked at (a parent folder not
+    readable) is a :class:`StoreUnavailable`, not a traceback (found by black-box testing:
+    ``oxigraph:/proc/1/root``)."""
+    try:
+        return Path(path).is_dir()
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot open the store folder {path!r} (store URL "
+                               f"{display_url(url)!r}): {exc.strerror or exc}") from exc

@@ -23,10 +23,44 @@ from provkg.vocab import XSD
 
 __all__ = [
     "Store", "Rows", "python_value", "ntriples_term", "rdf_file", "rdf_format_of", "syntax_error",
-    "ntriples_bytes", "RDF_FORMATS", "run_with_timeout", "result_term",
+    "ntriples_bytes", "RDF_FORMATS", "run_with_timeout", "result_term", "display_url",
 ]
 
 T = TypeVar("T")
+
+#: query-string options whose values are secrets: never shown (``password=``, ``token=``, ...)
+_SECRET_OPTION = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)
+#: ``scheme://user:password@host``: the password part of the authority
+_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]*://)(?P<user>[^:/?#@]*):(?P<secret>[^/?#]*)@")
+
+
+def display_url(url: str | None) -> str:
+    """A store (or endpoint) URL as it may be shown: in messages, logs, API answers and
+    command output. Passwords in the authority (``user:password@``) and the values of
+    secret options (``password=``, ``token=``, ``api_key=``, ...) become ``***``; the rest,
+    including malformed URLs, is kept as given. Every message naming a store URL goes
+    through this (found by black-box testing: ``?password=`` was in API error answers).
+
+    >>> display_url("virtuoso+http://127.0.0.1:8890?user=dba&password=dba")
+    'virtuoso+http://127.0.0.1:8890?user=dba&password=***'
+    >>> display_url("sparql+https://me:s3cr%40t@db.example.org/sparql?timeout=5")
+    'sparql+https://me:***@db.example.org/sparql?timeout=5'
+    >>> display_url("oxigraph:provkg-data")
+    'oxigraph:provkg-data'
+    """
+    if not url:
+        return url or ""
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url, count=1)
+    head, sep, query = text.partition("?")
+    if not sep:
+        return text
+    fragment_sep = "#" if "#" in query else ""
+    query, _, fragment = query.partition("#")
+    options = []
+    for option in query.split("&"):
+        name, eq, _value = option.partition("=")
+        options.append(f"{name}=***" if eq and _SECRET_OPTION.search(name) else option)
+    return f"{head}?{'&'.join(options)}{fragment_sep}{fragment}"
 
 
 @dataclass
@@ -168,7 +202,7 @@ class Store(ABC):
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
+        return f"{type(self).__name__}({display_url(self.url)!r})"
 
 
 # -- values ------------------------------------------------------------------
