@@ -15,33 +15,38 @@ backends keep every bit.
 from __future__ import annotations
 
 import ast
+import functools
 import gzip
 import http.client
 import itertools
+import json
 import re
-import socket
 import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
 import httpx
 import pyoxigraph as ox
-from SPARQLWrapper import DIGEST, JSON, POST, TURTLE, URLENCODED, SPARQLWrapper
+from SPARQLWrapper import JSON, POST, TURTLE, URLENCODED, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import (
+    EndPointInternalError,
     EndPointNotFound,
     QueryBadFormed,
     SPARQLWrapperException,
     Unauthorized,
+    URITooLong,
 )
 
-from provkg.errors import BadParameter, QueryTimeout, StoreError, StoreUnavailable
+from provkg.errors import BadParameter, ProvkgError, QueryTimeout, StoreError, StoreUnavailable
 from provkg.store.base import (
     RDF_FORMATS,
     Rows,
     Store,
+    display_url,
     has_dataset_clause,
     ntriples_term,
     python_value,
@@ -59,6 +64,20 @@ __all__ = ["SparqlStore", "Endpoint", "open_endpoint"]
 VIRTUOSO_SYSTEM_GRAPHS = ("http://www.openlinksw.com/schemas/virtrdf#", "http://www.w3.org/ns/ldp#")
 #: where writes without a graph go on Virtuoso, which has no writable default graph
 VIRTUOSO_DEFAULT_GRAPH = "urn:x-provkg:default"
+
+#: seconds to connect to an endpoint (store URL option ``connect_timeout=``)
+CONNECT_TIMEOUT_S = 5.0
+#: seconds to wait for an answer when the caller sets no time limit (store URL option
+#: ``timeout=``): past Virtuoso's MaxQueryExecutionTime of 600 s (docs/stores.md), so that
+#: its own time-limit answer comes first
+READ_TIMEOUT_S = 900.0
+#: writes (updates, Graph Store Protocol uploads) wait at least this long for the answer:
+#: the server parses a whole bulk load before it answers
+WRITE_TIMEOUT_S = 600.0
+#: the first request to an endpoint is ``ASK {}``, answered at once by any SPARQL endpoint
+#: that is up: one that accepts connections but does not answer it within this many seconds
+#: (or ``timeout=`` when shorter) is reported at once, not after a query's whole time limit
+CHECK_TIMEOUT_S = 10.0
 
 _OX_FORMATS = {"turtle": ox.RdfFormat.TURTLE, "ntriples": ox.RdfFormat.N_TRIPLES,
                "nquads": ox.RdfFormat.N_QUADS, "rdfxml": ox.RdfFormat.RDF_XML,
@@ -84,6 +103,8 @@ class Endpoint:
     turtle_results: bool = False  # SELECT answers as Turtle (Virtuoso: JSON/XML cut doubles to 6 digits)
     query_dialect: str = "standard"  # canned-query rendering (provkg.queries.builder.DIALECTS)
     extra_params: dict[str, str] = field(default_factory=dict)
+    connect_timeout: float = CONNECT_TIMEOUT_S  # seconds to connect
+    timeout: float = READ_TIMEOUT_S  # seconds to wait for an answer when the caller sets no limit
 
 
 def open_endpoint(url: str) -> SparqlStore:
@@ -96,17 +117,37 @@ def open_endpoint(url: str) -> SparqlStore:
         BadParameter: the URL is malformed or has an unknown option.
     """
     flavour, _, rest = url.partition("+")
+    shown = display_url(url)
     try:
         parts = urlsplit(rest)
         parts.port  # noqa: B018 -- raises on a port that is not a number
     except ValueError as exc:
-        raise BadParameter(f"store URL {url!r}: {exc}; expected {flavour}+http://HOST:PORT[/PATH]") from None
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadParameter(f"store URL {url!r}: expected {flavour}+http://HOST:PORT[/PATH]")
+        raise BadParameter(f"store URL {shown!r}: {exc}; expected {flavour}+http://HOST:PORT[/PATH]") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadParameter(f"store URL {shown!r}: expected {flavour}+http://HOST:PORT[/PATH]")
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
-    known = {"update", "gsp", "user", "password", "default_graph", "union"}
+    known = {"update", "gsp", "user", "password", "default_graph", "union", "timeout",
+             "connect_timeout"}
     own = {k: options.pop(k) for k in list(options) if k in known}
-    origin = f"{parts.scheme}://{parts.netloc}"
+    # user:password@ in the authority: credentials like ?user=&password= (urllib cannot send
+    # them from there; kept out of the endpoint URLs, which messages show)
+    netloc = parts.netloc.rpartition("@")[2]
+    origin = f"{parts.scheme}://{netloc}"
+    if parts.username is not None and "user" not in own:
+        own["user"] = unquote(parts.username)
+        if parts.password is not None and "password" not in own:
+            own["password"] = unquote(parts.password)
+    timeouts = {}  # Endpoint.timeout, Endpoint.connect_timeout
+    for option in ("timeout", "connect_timeout"):
+        if option in own:
+            try:
+                seconds = float(own[option])
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds < float("inf"):
+                raise BadParameter(f"store URL {shown!r}: {option} must be a number of seconds "
+                                   f"more than 0, got {own[option]!r}")
+            timeouts[option] = seconds
 
     def resolve(path_or_url: str | None, fallback: str | None) -> str | None:
         return urljoin(origin + "/", path_or_url) if path_or_url else fallback
@@ -123,21 +164,21 @@ def open_endpoint(url: str) -> SparqlStore:
         defaults = dict(update=origin + ("/sparql-auth" if user else "/sparql"), gsp=origin + crud,
                         union=None, default_graph=VIRTUOSO_DEFAULT_GRAPH)
         hidden = [*VIRTUOSO_SYSTEM_GRAPHS]
-        for host in {origin, "http://localhost:8890", f"http://{parts.netloc}"}:
+        for host in {origin, "http://localhost:8890", f"http://{netloc}"}:
             hidden += [f"{host}/sparql", f"{host}/DAV/"]
         extra = dict(hidden_graphs=tuple(dict.fromkeys(hidden)), turtle_results=True,
                      query_dialect="virtuoso",
                      # its SPARQL compiler gives up near a few thousand triples per INSERT DATA
                      insert_batch=1_000)
     elif flavour == "sparql":
-        query_url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        query_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
         defaults = dict(update=query_url, gsp=None, union=None, default_graph=None)
         extra = {}
     else:
-        raise BadParameter(f"store URL {url!r}: unknown endpoint kind {flavour!r}")
+        raise BadParameter(f"store URL {shown!r}: unknown endpoint kind {flavour!r}")
     for iri_option in ("default_graph",):
         if own.get(iri_option) and not is_valid_iri(own[iri_option]):
-            raise BadParameter(f"store URL {url!r}: {iri_option} must be an absolute IRI")
+            raise BadParameter(f"store URL {shown!r}: {iri_option} must be an absolute IRI")
     endpoint = Endpoint(
         query_url=query_url,
         update_url=resolve(own.get("update"), defaults["update"]) or query_url,
@@ -146,6 +187,7 @@ def open_endpoint(url: str) -> SparqlStore:
         default_graph=own.get("default_graph") or defaults["default_graph"],
         union_param=own.get("union", defaults["union"]) or None,
         extra_params=options,
+        **timeouts,
         **extra,
     )
     return SparqlStore(endpoint, url=url)
@@ -157,11 +199,15 @@ class SparqlStore(Store):
     def __init__(self, endpoint: Endpoint, *, url: str):
         self.endpoint = endpoint
         self.url = url
+        self.shown_url = display_url(url)  # the URL as messages show it: no passwords
         self.query_dialect = endpoint.query_dialect
         auth: httpx.Auth | None = None
         if endpoint.user:
             auth = httpx.DigestAuth(endpoint.user, endpoint.password or "")
-        self._http: httpx.Client | None = httpx.Client(auth=auth, timeout=httpx.Timeout(600, connect=10))
+        self._write_timeout = max(endpoint.timeout, WRITE_TIMEOUT_S)
+        self._http: httpx.Client | None = httpx.Client(
+            auth=auth, timeout=httpx.Timeout(self._write_timeout, connect=endpoint.connect_timeout))
+        self._checked = False  # the endpoint answered ASK {} (see CHECK_TIMEOUT_S)
         # Virtuoso: keep its own graphs out of the union default graph
         self._preamble = " ".join(f"define input:default-graph-exclude <{g}>"
                                   for g in endpoint.hidden_graphs)
@@ -240,7 +286,7 @@ class SparqlStore(Store):
                 failed = re.search(r"^" + _VIRTUOSO_ERROR.pattern, body, re.MULTILINE)
                 if failed is None:
                     raise
-                raise query_failed(self.url, _error_text(body[failed.start():], text)) from None
+                raise query_failed(self.shown_url, _error_text(body[failed.start():], text)) from None
         answer = self._request(text, timeout=timeout)
         if not isinstance(answer, dict) or "results" not in answer:
             raise StoreError("select() needs a SELECT query; use ask() or construct()")
@@ -297,23 +343,27 @@ class SparqlStore(Store):
         return f"{self._preamble} {query}" if self._preamble else query
 
     def _request(self, text: str, *, update: bool = False, accept: str | None = None,
-                 union: bool = True, timeout: float | None = None) -> Any:
-        """JSON for queries (or ``(bytes, is_turtle)`` when ``accept`` is given), None for updates."""
+                 union: bool = True, timeout: float | None = None, check: bool = True) -> Any:
+        """JSON for queries (or ``(bytes, is_turtle)`` when ``accept`` is given), None for updates.
+
+        ``timeout``: seconds to wait for the answer (default: the endpoint's ``timeout``;
+        writes wait at least :data:`WRITE_TIMEOUT_S`). ``check``: make sure first, once,
+        that the endpoint answers (see :meth:`_check`)."""
         if self._http is None:
-            raise StoreUnavailable(f"the store {self.url} is closed")
+            raise StoreUnavailable(f"the store {self.shown_url} is closed")
+        if check and not self._checked:
+            self._check()
         ep = self.endpoint
-        sw = SPARQLWrapper(ep.query_url, updateEndpoint=ep.update_url)
+        target = display_url(ep.update_url if update else ep.query_url)
+        wait = timeout if timeout is not None else (self._write_timeout if update else ep.timeout)
+        sw = _Wrapper(ep.query_url, updateEndpoint=ep.update_url, opener=self._opener())
         sw.setMethod(POST)
         sw.setRequestMethod(URLENCODED)
-        if ep.user:
-            sw.setHTTPAuth(DIGEST)
-            sw.setCredentials(ep.user, ep.password or "")
         for name, value in ep.extra_params.items():
             sw.addParameter(name, value)
         if union and ep.union_param and not update and not has_dataset_clause(text):
             sw.addParameter(ep.union_param, "true")  # a FROM of the query's own wins
-        if timeout is not None:
-            sw.setTimeout(max(1, round(timeout)))
+        sw.read_timeout = max(0.001, wait)
         sw.setOnlyConneg(True)  # Accept header only: a format= parameter overrides it on Virtuoso
         sw.setQuery(text)
         sw.setReturnFormat(TURTLE if sw.queryType in ("CONSTRUCT", "DESCRIBE") else JSON)
@@ -325,41 +375,95 @@ class SparqlStore(Store):
             if "x-sql-state" in {k.lower() for k in headers}:  # Virtuoso's "anytime" partial answer
                 raise QueryTimeout("the endpoint stopped at its time limit and returned a partial "
                                    "answer (Virtuoso MaxQueryExecutionTime)")
+            data = result.response.read()
             if update:
-                result.response.read()
                 return None
-            if accept:
-                media = headers.get("content-type", "")
-                return result.response.read(), "turtle" in media
-            return result.convert()
+            media = headers.get("content-type", "") or ""
+            status = getattr(result.response, "status", 200)
+            if accept:  # RDF (Turtle, N-Triples) expected: a web page or JSON is something else
+                if "html" in media.lower() or "json" in media.lower():
+                    raise _not_sparql(target, status, media, data)
+                return data, "turtle" in media
+            return _results_json(target, status, media, data)
         except QueryBadFormed as exc:
             body = _body(exc)
             if "memory exhausted" in body:  # Virtuoso's parser: a request too large, not bad SPARQL
-                raise StoreError(f"{self.url} could not parse a request this large: {body[:300]}") from exc
+                raise StoreError(f"{self.shown_url} could not parse a request this large: "
+                                 f"{body[:300]}") from exc
             if _VIRTUOSO_ERROR.search(body) and not _is_syntax_error(body):
-                raise query_failed(self.url, _error_text(body, text)) from exc
+                raise query_failed(self.shown_url, _error_text(body, text)) from exc
             if not _NOT_PARSED.search(body):  # a 400 for something else (a read-only endpoint
                 # refusing an update, a row limit): the store's failure, not the query text's
-                raise query_failed(self.url, _error_text(body, text)[:1000]) from exc
+                raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
+                                                            one_line=False)) from exc
             raise syntax_error(_error_text(body, text)) from exc
-        except (EndPointNotFound, Unauthorized) as exc:
-            hint = " (add ?user=…&password=… to the store URL)" if isinstance(exc, Unauthorized) else ""
-            raise StoreUnavailable(f"{self.url}: {type(exc).__name__}: {_body(exc)[:500]}{hint}") from exc
+        except EndPointNotFound as exc:
+            raise StoreUnavailable(f"no SPARQL endpoint at {target} (HTTP 404"
+                                   f"{_said(_body(exc))})") from exc
+        except Unauthorized as exc:
+            raise StoreUnavailable(f"{target} answered HTTP 401{_said(_body(exc))} "
+                                   "(give the account in the store URL: ?user=…&password=…, "
+                                   "or check it)") from exc
         except SPARQLWrapperException as exc:
             body = _body(exc)
             if _is_syntax_error(body):  # Virtuoso: 500 for some syntax errors
                 raise syntax_error(_error_text(body, text)) from exc
-            raise query_failed(self.url, _error_text(body, text)[:1000]) from exc
-        except TimeoutError as exc:
-            raise QueryTimeout(f"{self.url} did not answer within {timeout} s") from exc
-        except urllib.error.HTTPError as exc:
-            raise StoreError(f"{self.url} answered HTTP {exc.code}: {exc.read()[:500]!r}") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise QueryTimeout(f"{self.url} did not answer within {timeout} s") from exc
-            raise StoreUnavailable(f"cannot reach {ep.query_url}: {exc.reason}") from exc
+            raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
+                                                        one_line=False)) from exc
+        except urllib.error.HTTPError as exc:  # codes SPARQLWrapper has no exception for
+            media = exc.headers.get("content-type", "") if exc.headers else ""
+            body = exc.read()
+            if exc.code in (405, 501):  # the method (POST) or the request is not supported
+                raise _not_sparql(target, exc.code, media, body) from exc
+            raise StoreError(f"{target} answered HTTP {exc.code}{_said(body)}") from exc
+        except (TimeoutError, urllib.error.URLError) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            if isinstance(reason, _ConnectTimeout):
+                raise StoreUnavailable(f"cannot reach {target}: no connection within "
+                                       f"{ep.connect_timeout:g} s (connect_timeout= in the store "
+                                       "URL)") from exc
+            if not isinstance(reason, TimeoutError):
+                raise StoreUnavailable(f"cannot reach {target}: {reason}") from exc
+            said = f"{target} did not answer within {wait:g} s"
+            if update:
+                raise StoreUnavailable(f"{said} (timeout= in the store URL)") from exc
+            if timeout is None:
+                raise QueryTimeout(f"{said} (timeout= in the store URL)") from exc
+            raise QueryTimeout(said) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise StoreUnavailable(f"lost the connection to {ep.query_url}: {exc}") from exc
+            raise StoreUnavailable(f"lost the connection to {target}: {exc}") from exc
+
+    def _check(self) -> None:
+        """Ask the endpoint ``ASK {}`` once, with a short time limit: a server that accepts
+        connections but never answers, or that is not a SPARQL endpoint, is reported now
+        rather than after a query's whole time limit (found by black-box testing: such a
+        server made ``provkg query`` and ``provkg serve`` wait forever, silently)."""
+        limit = min(CHECK_TIMEOUT_S, self.endpoint.timeout)
+        try:
+            self._request("ASK {}", union=False, timeout=limit, check=False)
+        except QueryTimeout as exc:
+            raise StoreUnavailable(
+                f"{display_url(self.endpoint.query_url)} accepted the connection but did not "
+                f"answer `ASK {{}}` within {limit:g} s: is it up, and is it a SPARQL endpoint? "
+                f"(store {self.shown_url})") from exc
+        except StoreUnavailable:
+            raise
+        except ProvkgError:  # it answered, as SPARQL endpoints do, yet refused this query
+            pass
+        self._checked = True
+
+    def _opener(self) -> urllib.request.OpenerDirector:
+        """How SPARQLWrapper's requests go out: with a connect timeout apart from the read
+        timeout, and credentials (digest) without SPARQLWrapper's process-wide opener."""
+        ep = self.endpoint
+        handlers: list[urllib.request.BaseHandler] = [_HTTPHandler(ep.connect_timeout),
+                                                      _HTTPSHandler(ep.connect_timeout)]
+        if ep.user:
+            passwords = urllib.request.HTTPPasswordMgrWithDefaultRealm()
+            for url in (ep.query_url, ep.update_url):
+                passwords.add_password(None, url, ep.user, ep.password or "")
+            handlers.append(urllib.request.HTTPDigestAuthHandler(passwords))
+        return urllib.request.build_opener(*handlers)
 
     def _write_triples(self, ntriples: str, graph: str | None, *, blank_nodes: bool = False) -> None:
         """Write N-Triples text to ``graph``. Blank nodes keep their identity within one call."""
@@ -384,16 +488,27 @@ class SparqlStore(Store):
         else:
             params = {"graph": _checked_iri(graph)}
         url = self.endpoint.gsp_url + ("?" + urlencode(params) if params else "")
+        target = display_url(self.endpoint.gsp_url)
+        if not self._checked:
+            self._check()
         try:
             response = self._http.post(url, content=body,
                                        headers={"content-type": media_type})
+        except httpx.ConnectTimeout as exc:
+            raise StoreUnavailable(f"cannot reach {target}: no connection within "
+                                   f"{self.endpoint.connect_timeout:g} s (connect_timeout= in the "
+                                   "store URL)") from exc
+        except httpx.TimeoutException as exc:  # read, write or pool
+            raise StoreUnavailable(f"{target} did not take {what} within {self._write_timeout:g} s "
+                                   "(timeout= in the store URL)") from exc
         except httpx.TransportError as exc:
-            raise StoreUnavailable(f"cannot reach {self.endpoint.gsp_url}: {exc}") from exc
+            raise StoreUnavailable(f"cannot reach {target}: {exc}") from exc
         if response.status_code == 400:
-            raise StoreError(f"{what} is not valid RDF for {self.url}: {response.text[:1000]}")
+            raise StoreError(f"{what} is not valid RDF for {self.shown_url}: "
+                             f"{_excerpt(response.content, 1000, one_line=False)}")
         if response.status_code >= 300:
-            raise StoreError(f"{self.url} refused {what}: HTTP {response.status_code} "
-                             f"{response.text[:1000]}")
+            raise StoreError(f"{self.shown_url} refused {what}: HTTP {response.status_code}"
+                             f"{_said(response.content)}")
 
     def _load_parsed(self, source: Any, fmt: str, graph: str | None, *, base: str, what: str) -> None:
         """Parse locally (streaming) and write per graph: for endpoints that cannot take the file."""
@@ -430,6 +545,136 @@ def _checked_iri(value: str) -> str:
     if not is_valid_iri(value):
         raise BadParameter(f"graph must be an absolute IRI, got {value!r}")
     return value
+
+
+class _ConnectTimeout(TimeoutError):
+    """Connecting (TCP, TLS) took longer than the endpoint's ``connect_timeout``."""
+
+
+class _ConnectFirst:
+    """An HTTP(S) connection that connects within ``connect_timeout`` seconds and then waits
+    ``timeout`` seconds (urllib's one timeout) for each read."""
+
+    def __init__(self, *args: Any, connect_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self.connect_timeout = connect_timeout
+
+    def connect(self) -> None:
+        read_timeout = self.timeout  # type: ignore[attr-defined]
+        self.timeout = self.connect_timeout
+        try:
+            super().connect()  # type: ignore[misc]
+        except TimeoutError as exc:
+            raise _ConnectTimeout(f"no connection within {self.connect_timeout:g} s") from exc
+        finally:
+            self.timeout = read_timeout
+        if isinstance(read_timeout, (int, float)):
+            self.sock.settimeout(read_timeout)  # type: ignore[attr-defined]
+
+
+class _HTTPConnection(_ConnectFirst, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_ConnectFirst, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, connect_timeout: float) -> None:
+        super().__init__()
+        self.connect_timeout = connect_timeout
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_HTTPConnection, connect_timeout=self.connect_timeout),
+                            req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, connect_timeout: float) -> None:
+        super().__init__()
+        self.connect_timeout = connect_timeout
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        kwargs: dict[str, Any] = {"context": getattr(self, "_context", None)}
+        if hasattr(self, "_check_hostname"):  # Python < 3.12
+            kwargs["check_hostname"] = self._check_hostname
+        return self.do_open(functools.partial(_HTTPSConnection, connect_timeout=self.connect_timeout),
+                            req, **kwargs)
+
+
+class _Wrapper(SPARQLWrapper):
+    """SPARQLWrapper sending through ``opener`` (connect timeout, credentials) and waiting
+    ``read_timeout`` seconds for answers: its own ``urlopen`` has no timeout unless given one,
+    and installs a process-wide opener for credentials."""
+
+    def __init__(self, *args: Any, opener: urllib.request.OpenerDirector, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opener = opener
+        self.read_timeout: float = READ_TIMEOUT_S
+
+    def _query(self) -> Any:  # SPARQLWrapper.Wrapper._query, through self.opener
+        request = self._createRequest()
+        try:
+            return self.opener.open(request, timeout=self.read_timeout), self.returnFormat
+        except urllib.error.HTTPError as e:
+            kind = {400: QueryBadFormed, 404: EndPointNotFound, 401: Unauthorized, 414: URITooLong,
+                    500: EndPointInternalError}.get(e.code)
+            if kind is None:
+                raise
+            raise kind(e.read()) from e
+
+
+def _excerpt(text: str | bytes, limit: int = 200, *, one_line: bool = True) -> str:
+    """A short, readable piece of an answer: decoded, HTML tags dropped, spaces collapsed
+    (for HTML, or when ``one_line``).
+
+    >>> _excerpt(b"<html><body><h1>Not Found</h1>\\n<p>nothing  here</p></body></html>")
+    'Not Found nothing here'
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    html = re.search(r"<(html|body|head|!doctype|h1|p|pre|title)\b", text, re.IGNORECASE)
+    if html:
+        text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+        text = re.sub(r"<[^>]*>", " ", text)
+    text = " ".join(text.split()) if html or one_line else text.strip()
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _said(body: str | bytes) -> str:
+    """``: <excerpt>`` of an answer's body, or nothing when it is empty."""
+    text = _excerpt(body)
+    return f": {text}" if text else ""
+
+
+def _not_sparql(target: str, status: int, media: str, body: bytes) -> StoreUnavailable:
+    kind = media.split(";")[0].strip() or "no content type"
+    return StoreUnavailable(f"{target} is not a SPARQL endpoint (HTTP {status}, {kind})"
+                            f"{_said(body)}")
+
+
+def _results_json(target: str, status: int, media: str, data: bytes) -> dict[str, Any]:
+    """A SPARQL JSON results document (SELECT or ASK), checked.
+
+    Raises:
+        StoreUnavailable: the answer is not SPARQL results (a web server, not an endpoint).
+        StoreError: the JSON does not parse (cut off).
+    """
+    if "json" not in media.lower():
+        raise _not_sparql(target, status, media, data)
+    try:
+        answer = json.loads(data)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        where = f": byte {exc.pos} of {len(data)}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise StoreError(f"{target} answered JSON that does not parse ({getattr(exc, 'msg', exc)}"
+                         f"{where}): the answer was cut off, or it is not a SPARQL endpoint") from None
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if isinstance(answer, dict) and (
+            isinstance(answer.get("boolean"), bool)
+            or (isinstance(results, dict) and isinstance(results.get("bindings"), list))):
+        return answer
+    raise _not_sparql(target, status, media, data)
 
 
 def _body(exc: SPARQLWrapperException) -> str:
@@ -496,7 +741,7 @@ _VIRTUOSO_HINTS = (
 def query_failed(url: str, message: str) -> StoreError:
     """A :class:`StoreError` for a valid query the store failed to run, with a hint."""
     hints = [hint for words, hint in _VIRTUOSO_HINTS if words in message]
-    text = f"{url} could not run the query: {message.strip()}"
+    text = f"{display_url(url)} could not run the query: {message.strip()}"
     return StoreError(text + (f" ({hints[0]})" if hints else ""))
 
 
