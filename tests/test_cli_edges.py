@@ -224,6 +224,10 @@ def test_an_empty_answer_says_why_when_the_store_can_tell(tmp_path: Path, capsys
     assert "no workflow (spec name) 'flower-trainin'" in capsys.readouterr().err
     assert main(["query", "q3", "-p", "dataset=file:///nowhere.h5", "--store", url]) == 0
     assert "no captured value (id or location) 'file:///nowhere.h5'" in capsys.readouterr().err
+    # a measure no spec has (a typo): found by black-box testing, it said nothing
+    assert main(["query", "d4", "-p", "workflow=flower-training", "-p", "measure=acuracy",
+                 "--schema", "tagged", "--store", url]) == 0
+    assert "no attribute of any spec in the store is named 'acuracy'" in capsys.readouterr().err
     # ... and a real workflow in the right schema with no rows says nothing misleading
     assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr",
                  "-p", "value=12345", "--schema", "tagged", "--store", url]) == 0

@@ -24,8 +24,8 @@ from provkg.service.json_values import json_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
-from provkg.term import Triple, iri, mint_iri, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROV
+from provkg.term import Triple, iri, literal, mint_iri, ntriples_line
+from provkg.vocab import DEFAULT_BASE, PROV, RDFS
 
 __all__ = [
     "cmd_query",
@@ -104,6 +104,11 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                 or store.ask(f"ASK {{ VALUES ?x {{ {terms} }} ?s ?p ?x }}")):
             notes.append(f"the store has no {_WHAT[p.type]} {values[p.name]!r} "
                          f"(parameter {p.name})")
+    measure = values.get("measure")
+    if isinstance(measure, str) and not store.ask(
+            f"ASK {{ ?attribute {iri(RDFS.label)} {literal(measure)} }}"):
+        notes.append(f"no attribute of any spec in the store is named {measure!r} "
+                     "(parameter measure)")
     if notes:
         return notes
     for other in query.schemas:
