@@ -51,10 +51,11 @@ class ApiServer:
     """
 
     def __init__(self, folder: str | os.PathLike[str], *, env: dict[str, str] | None = None,
-                 port: int | None = None):
+                 port: int | None = None, store: str | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.store_dir = self.folder / "store"
+        self.store = store or f"oxigraph:{self.store_dir}"  # or another store's URL
         self.queue_dir = self.folder / "queue"
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -69,7 +70,7 @@ class ApiServer:
         env.pop("PROVKG_STORE", None)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "provkg.cli", "serve", "--store", f"oxigraph:{self.store_dir}",
+            [sys.executable, "-m", "provkg.cli", "serve", "--store", self.store,
              "--port", str(self.port)],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()

@@ -60,20 +60,39 @@ class SpecRegistry:
         Raises:
             BadSpec: naming line and field of each problem.
         """
+        return self.replace(text)[0]
+
+    def replace(self, text: str) -> tuple[Spec, tuple[str, Spec] | None]:
+        """:meth:`add`, also returning what the workflow had before (for :meth:`restore`)."""
         check_no_aliases(text)
         spec = parse_spec(text, source="request body")
         with self._lock:
-            texts = {**self._texts, spec.workflow: text}
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self._path.with_suffix(".tmp")
-            with open(tmp, "wb") as out:
-                out.write(orjson.dumps(texts))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self._path)
-            self._texts = texts
-            self._specs = {**self._specs, spec.workflow: spec}
-        return spec
+            previous = ((self._texts[spec.workflow], self._specs[spec.workflow])
+                        if spec.workflow in self._texts else None)
+            self._save({**self._texts, spec.workflow: text}, {**self._specs, spec.workflow: spec})
+        return spec, previous
+
+    def restore(self, workflow: str, previous: tuple[str, Spec] | None) -> None:
+        """Put back what ``workflow`` had before :meth:`replace` (None: nothing), when the
+        store refused the new spec's triples."""
+        with self._lock:
+            texts, specs = dict(self._texts), dict(self._specs)
+            if previous is None:
+                texts.pop(workflow, None)
+                specs.pop(workflow, None)
+            else:
+                texts[workflow], specs[workflow] = previous
+            self._save(texts, specs)
+
+    def _save(self, texts: dict[str, str], specs: dict[str, Spec]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "wb") as out:
+            out.write(orjson.dumps(texts))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._path)
+        self._texts, self._specs = texts, specs
 
     def specs(self) -> dict[str, Spec]:
         """Workflow name -> Spec (a snapshot: safe to use while specs are added)."""

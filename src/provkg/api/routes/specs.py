@@ -49,8 +49,16 @@ async def post_spec(request: Request) -> dict[str, Any]:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the spec is not UTF-8 text") from None
-    spec = await run_in_threadpool(service.specs.add, text)
-    await run_in_threadpool(register_spec, service.store, spec, schema=service.settings.ingest_schema)
+    # saved first, so the queue worker maps new events with it before the store re-types what
+    # came earlier; taken back if the store refuses the spec's triples (a 503 must leave no
+    # half-registered spec: found by black-box testing)
+    spec, previous = await run_in_threadpool(service.specs.replace, text)
+    try:
+        await run_in_threadpool(register_spec, service.store, spec,
+                                schema=service.settings.ingest_schema)
+    except BaseException:
+        await run_in_threadpool(service.specs.restore, spec.workflow, previous)
+        raise
     return {"workflow": spec.workflow, "transformations": len(spec.transformations)}
 
 
