@@ -7,7 +7,9 @@ form, and :func:`format_pairs` decodes them, formats numbers one way and sorts b
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from urllib.parse import unquote
 
 from provkg.vocab import XSD
@@ -66,6 +68,8 @@ def _decode(datatype: str, lexical: str) -> object:
     (18446744073709551617, -3)
     >>> _decode(XSD.decimal, "2.50"), _decode(XSD.double, "1E3")
     (2.5, 1000.0)
+    >>> _decode(XSD.double, "-1.797693134862316e+308"), _decode(XSD.double, "INF")
+    (-1.7976931348623157e+308, inf)
     """
     try:
         if datatype in _INTEGERS:
@@ -73,7 +77,12 @@ def _decode(datatype: str, lexical: str) -> object:
         if datatype == XSD.decimal and _WHOLE.fullmatch(lexical.strip()):
             return int(lexical)
         if datatype in _REALS:
-            return float(lexical)
+            value = float(lexical)
+            if math.isinf(value) and "INF" not in lexical.upper():
+                # a finite double rounded up past the largest one: Virtuoso's STR() keeps 16
+                # digits, so 1.7976931348623157e308 comes back as 1.797693134862316e+308
+                return math.copysign(sys.float_info.max, value)
+            return value
     except ValueError:
         return lexical
     if datatype == XSD.boolean:
