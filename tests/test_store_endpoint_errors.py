@@ -339,3 +339,26 @@ def test_an_unreadable_store_folder_is_an_error(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(Path, "is_dir", is_dir)
     assert main(["query", "d3", "-p", "training=x", "--store", f"oxigraph:{locked}/db"]) == 1
     one_error_line(capsys.readouterr().err, "Permission denied", f"{locked}/db")
+
+
+def test_the_api_s_canned_queries_keep_the_query_time_limit(tmp_path: Path) -> None:
+    """GET /v1/queries/{name} used to wait for the store's own limit (900 s on an endpoint)
+    instead of PROVKG_QUERY_TIMEOUT_S, and so could hold a worker thread for minutes."""
+    from api_support import ApiServer
+
+    def slow(accept: str, form: dict[str, list[str]]) -> Answer:
+        if (form.get("query") or [""])[0].strip().startswith("ASK"):
+            return 200, _JSON, _TRUE
+        time.sleep(4)
+        return 200, _JSON, _EMPTY
+
+    with http_server(slow) as port:
+        server = ApiServer(tmp_path / "api", store=f"sparql+http://127.0.0.1:{port}/q",
+                           env={"PROVKG_QUERY_TIMEOUT_S": "0.5"}).start()
+        try:
+            started = time.monotonic()
+            answer = server.http.get("/v1/queries/d3", params={"training": "t"})
+            assert answer.status_code == 504, answer.text
+            assert time.monotonic() - started < 3.5
+        finally:
+            server.stop()

@@ -82,7 +82,8 @@ async def run_canned(name: str, request: Request) -> Response:
             raise BadParameter(f"query {name!r} needs parameter {p.name!r} ({p.form}); give "
                                f"it in the URL: /v1/queries/{name}?{p.name}=...")
     rows = await run_in_threadpool(run_query, service.store, name, params,
-                                   schema=service.settings.ingest_schema)
+                                   schema=service.settings.ingest_schema,
+                                   timeout=service.settings.query_timeout_s)
     if len(rows.rows) > service.settings.max_rows:
         raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
     return rows_response(media, rows)
