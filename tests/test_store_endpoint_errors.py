@@ -362,3 +362,27 @@ def test_the_api_s_canned_queries_keep_the_query_time_limit(tmp_path: Path) -> N
             assert time.monotonic() - started < 3.5
         finally:
             server.stop()
+
+
+def test_listen_names_the_store_without_its_password(endpoint: tuple[FakeEndpoint, int],
+                                                     tmp_path: Path) -> None:
+    from api_support import free_port
+
+    _, port = endpoint
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROVKG_")}
+    env["PROVKG_QUEUE_DIR"] = str(tmp_path / "queue")
+    log = tmp_path / "listen.log"
+    with log.open("wb") as out:  # no broker: the banner comes first, then retries
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "provkg.cli", "listen", f"mqtt://127.0.0.1:{free_port()}/p",
+             "--store", f"virtuoso+http://127.0.0.1:{port}?user=dba&password={SECRET}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 40
+        while b"listening to" not in log.read_bytes():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert "password=***" in log.read_text() and SECRET not in log.read_text()

@@ -29,6 +29,7 @@ from provkg.api.body import decompress
 from provkg.api.queue import IngestQueue
 from provkg.errors import BadEvent, BadParameter, ProvkgError
 from provkg.events import parse_batch, strip_bom
+from provkg.store import display_url
 
 __all__ = ["MqttListener", "parse_mqtt_url", "cmd_listen"]
 
@@ -175,7 +176,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
     listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client,
                             max_bytes=settings.max_decompressed_bytes).start()
     print(f"provkg listening to {listener.host}:{listener.port} topic {listener.topic} into "
-          f"{settings.store}", flush=True)
+          f"{display_url(settings.store)}", flush=True)
     try:
         # a broker that cannot be reached at start is retried in the background: say so
         if not stop.wait(10) and not listener.subscribed.is_set():

@@ -39,7 +39,7 @@ from provkg.demo.report import Report, write_report
 from provkg.demo.summary import FILE_NAME, RunSummary, read_summary, summarize, write_summary
 from provkg.errors import ProvkgError
 from provkg.spec import Spec, load_spec
-from provkg.store import Store, open_store
+from provkg.store import Store, display_url, open_store
 from provkg.term import iri, literal, mint_iri
 from provkg.vocab import PROV
 
@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
         raise ProvkgError("--epochs must be at least 1")
     out = Path(args.out).resolve()
     console = Console(highlight=False)
-    settings = {"store": args.store, "sink": args.sink, "out": str(out), "sizes": asdict(sizes)}
+    settings = {"store": display_url(args.store), "sink": args.sink, "out": str(out), "sizes": asdict(sizes)}
     specs = [load_spec(p) for p in sorted((example_dir() / "specs").glob("*.yaml"))]
     if args.sink and not args.store.split(":", 1)[0].endswith(("+http", "+https")):
         # a server holds its embedded store, and memory: / rdflib: die with this command: the
         # events sent would never show in --store (found out after 60 s, at the end)
         raise ProvkgError(f"--sink sends the events to a server, so --store must be the store that "
                           f"server writes to, as a SPARQL endpoint both reach (oxigraph+http://..., "
-                          f"virtuoso+http://...); {args.store!r} cannot be")
+                          f"virtuoso+http://...); {display_url(args.store)!r} cannot be")
 
     with open_store(args.store) as store:
         console.rule("[bold]provkg demo[/bold]: a seismic facies classifier, from SEG-Y to model")
@@ -88,13 +88,14 @@ def run(args: argparse.Namespace) -> int:
             summary = _run_lifecycle(example, store, specs, args=args, out=out, sizes=sizes,
                                      settings=settings, console=console, started=started)
         console.rule("[bold]Questions to the knowledge graph[/bold] (PROV-ML paper, Table 1)")
-        answers = ask_all(store, summary, store_url=args.store)
+        # the URL as shown (commands in the report): a password is masked
+        answers = ask_all(store, summary, store_url=display_url(args.store))
         print_answers(console, answers)
-        page = _report(store, summary, answers, out=out, store_url=args.store)
+        page = _report(store, summary, answers, out=out, store_url=display_url(args.store))
         triples = store.count()
     failed = [a.name for a in answers if a.ok is False]
     console.print(f"report: [bold]{page}[/bold] (and report.md); {triples:,} triples in "
-                  f"{args.store}; {time.perf_counter() - started:.1f} s")
+                  f"{display_url(args.store)}; {time.perf_counter() - started:.1f} s")
     if failed:
         console.print(f"[bold red]the graph's answers to {', '.join(failed)} do not match what the "
                       "lifecycle measured[/bold red]")
