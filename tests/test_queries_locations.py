@@ -303,15 +303,108 @@ def _q7_events() -> list[dict]:
     stage("t2", "training", data, [{"name": "model", "id": "m2", "location": "file:///m/2.pt",
                                     "derived_from": ["m1"]}], "epoch", "batch", 0.4)
     stage("v2", "validation", [{"name": "model", "id": "m2"}], [], "val_epoch", "val_batch", 0.9)
+    # m3: fine-tuned from m1 and saved over it (same path), validated by its id
+    stage("t3", "training", data, [{"name": "model", "id": "m3", "location": "file:///m/1.pt",
+                                    "derived_from": ["m1"]}], "epoch", "batch", 0.45)
+    stage("v3", "validation", [{"name": "model", "id": "m3"}], [], "val_epoch", "val_batch", 0.6)
     return ev
 
 
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
 def test_q7_finds_a_validation_that_loaded_the_model_by_its_file(store, schema):
     """Found by black-box testing: a validation that read the model by path (capture.ref)
-    was missing from q7; a model fine-tuned from it (derived, other file) is not its use."""
+    was missing from q7; a model fine-tuned from it is not its use, whether saved to another
+    file (m2) or over the same one (m3: its validation was credited to m1 too)."""
     spec = parse_spec(Q7_SPEC)
     store.add([*map_spec(spec, schema=schema), *map_events(_q7_events(), {"tune": spec}, schema=schema)])
     rows = run_query(store, "q7", {"dataset": "set"}, schema=schema).rows
     by_model = {r[0]: (r[1], r[4]) for r in rows}
-    assert by_model == {mint_iri("value", "m2"): (0.4, 0.9), mint_iri("value", "m1"): (0.5, 0.7)}
+    assert by_model == {mint_iri("value", "m2"): (0.4, 0.9), mint_iri("value", "m1"): (0.5, 0.7),
+                        mint_iri("value", "m3"): (0.45, 0.6)}
+
+
+def _two_versions(store, schema: str = "typed") -> None:
+    """Two preparations write two versions of one path (ids v1, v2, each made from its own
+    raw file); training t1 reads v1 by id, training tp reads the path alone."""
+    spec = parse_spec(VERSIONS_SPEC)
+    path = "file:///sets/train.h5"
+    ev: list[dict] = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "ver"}]
+
+    def task(tid, name, used, generated, t):
+        common = {"type": "task", "id": tid, "workflow_id": "r", "transformation": name}
+        ev.extend([{**common, "event": "begin", "time": t, "used": used},
+                   {**common, "event": "end", "time": t + 1, "status": "finished",
+                    "generated": generated}])
+
+    task("p1", "prepare", [{"name": "raw", "location": "file:///raw/one.sgy"}],
+         [{"name": "train_set", "id": "v1", "location": path}], 10.0)
+    task("p2", "prepare", [{"name": "raw", "location": "file:///raw/two.sgy"}],
+         [{"name": "train_set", "id": "v2", "location": path}], 20.0)
+    task("t1", "training", [{"name": "train_set", "id": "v1"}], [{"name": "model", "id": "m1"}], 30.0)
+    task("tp", "training", [{"name": "train_set", "location": path}], [{"name": "model", "id": "mp"}], 40.0)
+    store.add([*map_spec(spec, schema=schema), *map_events(ev, {"ver": spec}, schema=schema)])
+
+
+VERSIONS_SPEC = """\
+workflow: ver
+phase: learning
+transformations:
+  - {name: prepare, used: [{name: raw, role: dataset}], generated: [{name: train_set, role: dataset}]}
+  - {name: training, kind: training, used: [{name: train_set, role: dataset}],
+     generated: [{name: model, role: model}]}
+"""
+
+
+def test_an_id_names_one_version_of_a_path_in_lineage_and_the_path_reader_in_uses(embedded_store):
+    """Found by black-box testing: naming version v1 by id pulled in v2's lineage (through
+    the path's own node, derived from both), and s1 listed that node, a descendant, as v1's
+    input. Lineage keeps the id exact; the queries about users of the data (q4) also count a
+    training that read the path alone, which may have read either version."""
+    from provkg.queries.catalog import get_query
+    from provkg.service.querying import _values_at_locations
+    from provkg.vocab import DEFAULT_BASE
+
+    _two_versions(embedded_store)
+
+    def named(query: str, value: str) -> set[str]:
+        terms = _values_at_locations(embedded_store, get_query(query), {"dataset": value}
+                                     if query != "s1" else {"data": value}, base=DEFAULT_BASE)
+        return {t.strip("<>") for t in next(iter(terms.values()), (f"<{mint_iri('value', value)}>",))}
+
+    path_node = mint_iri("value", "file:///sets/train.h5")
+    assert named("q6", "v1") == {mint_iri("value", "v1")}  # lineage: exact
+    assert named("q4", "v1") == {mint_iri("value", "v1"), path_node}  # users: + the path reader
+    assert named("q4", mint_iri("value", "v1")) == named("q4", "v1")  # a printed IRI = its id
+    # the path's own node, printed by a query and given back, is the path: both versions
+    assert named("q6", path_node) == {mint_iri("value", "v1"), mint_iri("value", "v2"), path_node}
+
+
+def test_s1_of_one_version_lists_its_own_inputs_only(embedded_store):
+    _two_versions(embedded_store, "sprov")
+    rows = run_query(embedded_store, "s1", {"data": "v1", "depth": 3}, schema="sprov").rows
+    assert {(r[0], r[1]) for r in rows} == {
+        (mint_iri("value", "v1"), mint_iri("value", "file:///raw/one.sgy"))}
+
+
+@pytest.mark.parametrize("name", ["run (1).h5", "café.h5", "100%.h5", "a+b,c=d.h5"])
+def test_a_file_has_one_location_however_a_program_wrote_it(store, name):
+    """Found by black-box testing: capture.ref(path) escaped ( ) + , = (Path.as_uri) while
+    capture.ref("file://" + path) kept them and left accents raw, so one file was two
+    locations, and a query by the plain path missed data captured either way."""
+    from provkg import capture
+    from provkg.service.links import values_at_location
+    from provkg.term import iri
+
+    path = f"/data/sets/{name}"
+    sink = capture.MemorySink()
+    spec = parse_spec(SPEC)
+    for run, given in (("by-path", path), ("by-uri", "file://" + path)):
+        with capture.workflow("fit", sink=sink, run_id=run) as wf, \
+                wf.task("training", used={"train_set": capture.ref(given)}):
+            pass
+    locations = {v["location"] for e in sink.events for v in e.get("used") or ()}
+    assert len(locations) == 1
+    (location,) = locations
+    store.add([*map_spec(spec), *map_events(sink.events, {"fit": spec})])
+    for given in (path, "file://" + path, location):
+        assert values_at_location(store, given) == [iri(mint_iri("value", location))], given

@@ -260,6 +260,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     environment: str            # JSON of the capture environment (rdf:JSON)
     linkedValue: str
     linkedTo: str
+    locationOf: str             # the value of a location URI -> a value with an id stored there
     assertedBy: str
     assertedAt: str
     # ingest (issue 4): task events waiting for their run's workflow event

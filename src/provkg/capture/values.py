@@ -191,8 +191,29 @@ def location_form(uri: str) -> str:
     'file:///data/my%20set.h5'
     >>> location_form("file:/data/a.sgy"), location_form("FILE://localhost/data/a.sgy")
     ('file:///data/a.sgy', 'file:///data/a.sgy')
+
+    Characters a URI may hold stay as they are, and a ``%`` that starts no escape is one:
+
+    >>> location_form("file:///data/run (1)/café 100%.h5")
+    'file:///data/run%20(1)/caf%C3%A9%20100%25.h5'
     """
-    return _one_file_form(quote(uri, safe=_URI_SAFE))
+    return _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE)))
+
+
+def path_location(path: str | PurePath) -> str:
+    """The location URI of a local path, in the one spelling :func:`location_form` gives the
+    same file written as a ``file:`` URI (``Path.as_uri()`` escapes ``( ) + , =`` too, so a
+    program that wrote the path and one that wrote the URI named two locations). A ``%`` in a
+    path is a character of its name.
+
+    >>> path_location("/data/run (1)/café 100%.h5")
+    'file:///data/run%20(1)/caf%C3%A9%20100%25.h5'
+    """
+    text = Path(path).expanduser().absolute().as_posix() if not isinstance(path, PureWindowsPath) \
+        else PureWindowsPath(path).as_posix()
+    if not text.startswith("/"):  # C:/data/x.h5
+        text = "/" + text
+    return "file://" + quote(text, safe=_URI_SAFE.replace("%", ""))
 
 
 def _one_file_form(uri: str) -> str:
@@ -215,15 +236,18 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
     if isinstance(uri, PurePath):
         uri = str(uri)
     if isinstance(uri, str) and 0 < len(uri) <= MAX_URI and "\0" not in uri:
-        if _URI.match(uri) and (not iri or is_valid_iri(uri)):
-            return uri if iri else _one_file_form(uri)
+        if _URI.match(uri) and not (paths and _WINDOWS_PATH.match(uri)):
+            if not iri:
+                return location_form(uri)  # one spelling per location (accents escaped too)
+            if is_valid_iri(uri):
+                return uri
         try:
             if paths and _WINDOWS_PATH.match(uri):
-                fixed = PureWindowsPath(uri).as_uri()
+                fixed = path_location(PureWindowsPath(uri))
             elif not _SCHEME.match(uri):  # no scheme: a path on this machine
                 if not paths:
                     raise ValueError(uri)
-                fixed = Path(uri).expanduser().absolute().as_uri()  # ~/x.h5 is home's
+                fixed = path_location(uri)  # ~/x.h5 is home's
             else:
                 fixed = location_form(uri)
             if iri:  # an IRI has '%' only as %XX: a stray one becomes %25

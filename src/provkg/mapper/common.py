@@ -14,7 +14,7 @@ from typing import Any
 
 from provkg.errors import MappingError
 from provkg.mapper import tagged, typed
-from provkg.mapper.terms import PL, P
+from provkg.mapper.terms import PK, PL, P
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
 from provkg.vocab import DEFAULT_BASE, XSD
@@ -283,15 +283,17 @@ def domain_term(uri: str) -> str:
     return iri(_STRAY_PERCENT.sub("%25", uri) if "%" in uri else uri)
 
 
-def location_bridge(value: str, v: dict[str, Any], mint: Minter) -> tuple[str, str, str] | None:
+def location_bridge(value: str, v: dict[str, Any], mint: Minter) -> list[tuple[str, str, str]]:
     """For a generated value captured with both an ``id`` and a ``location``: the data at
     that location (the node a consumer that knows only the path, ``capture.ref(path)``,
-    uses) derives from this value. Without it lineage stopped between the two nodes. None
-    for any other value (a used value's id is the producer's; no cycle is added)."""
+    uses) derives from this value, and is its ``provkg:locationOf`` (which tells this
+    bridge apart from other derivations). Without it lineage stopped between the two nodes.
+    Nothing for any other value (a used value's id is the producer's; no cycle is added)."""
     vid, loc = v.get("id"), v.get("location")
     if vid is None or loc is None or vid == loc:
-        return None
-    return (mint.value(loc), P.wasDerivedFrom, value)
+        return []
+    node = mint.value(loc)
+    return [(node, P.wasDerivedFrom, value), (node, PK.locationOf, value)]
 
 
 def as_dict(event: Any) -> dict[str, Any]:

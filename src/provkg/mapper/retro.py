@@ -165,9 +165,8 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         if loc is not None:
             append((vt, PL.location, literal(loc, _ANYURI)))
             append((vt, A, PL.DataReference))
-            bridge = None if used else location_bridge(vt, v, st.mint)
-            if bridge is not None:
-                append(bridge)
+            if not used:
+                out += location_bridge(vt, v, st.mint)
         dom = get("domain")
         if dom is not None:
             append((vt, PL.denotes, domain_term(dom)))

@@ -166,9 +166,8 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
         out.append((vt, P.value, literal(v["value"])))
     if v.get("location") is not None:
         out.append((vt, PL.location, literal(v["location"], XSD.anyURI)))
-        bridge = None if used else location_bridge(vt, v, st.mint)
-        if bridge is not None:
-            out.append(bridge)
+        if not used:
+            out += location_bridge(vt, v, st.mint)
     if v.get("domain") is not None:
         out.append((vt, PL.denotes, domain_term(v["domain"])))
     for src in v.get("derived_from") or ():

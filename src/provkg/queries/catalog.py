@@ -161,6 +161,9 @@ def _p(name: str, type: str, default: object = REQUIRED, help: str = "", **kw: A
 
 _MODEL = _p("model", "data", help="the trained model: its value id or location URI")
 _DATASET = _p("dataset", "data", help="the learning dataset: its value id or location URI")
+#: the same, for queries about the trainings that used it (q3, q4, q7)
+_DATASET_USED = _p("dataset", "data", help="the learning dataset: its value id or location URI",
+                   users=True)
 _WORKFLOW = _p("workflow", "workflow", help="the prospective (spec) workflow name")
 _TRAINING = _p("training", "task", help="the training task id")
 
@@ -196,10 +199,10 @@ def _builder_queries() -> list[CannedQuery]:
                     ("tile_size", "noise_threshold", "slice_start", "slice_end"), build=L.q2),
         CannedQuery("q3", "Given a training set, the hyperparameters and evaluation measures of "
                     "the model with the least measure (PROV-ML Q3)",
-                    (_DATASET, _measure("loss"), _BETTER), ("model", "role", "name", "value"),
+                    (_DATASET_USED, _measure("loss"), _BETTER), ("model", "role", "name", "value"),
                     build=L.q3, fallback=_LAST_EPOCH),
         CannedQuery("q4", "Average, min and max batch times per epoch of the trainings that used "
-                    "a dataset (PROV-ML Q4)", (_DATASET,),
+                    "a dataset (PROV-ML Q4)", (_DATASET_USED,),
                     ("training", "epoch", "batches", "avg_seconds", "min_seconds", "max_seconds"),
                     build=L.q4),
         CannedQuery("q5", "Average batch time per epoch and the model evaluations of trainings on "
@@ -214,7 +217,7 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("q7", "Best batch measure per model in training and validation (the least "
                     "loss; the greatest of a higher-is-better measure such as accuracy), with its "
                     "hyperparameters and evaluations, best models first (PROV-ML Q7)",
-                    (_DATASET, _measure("loss"), _BETTER),
+                    (_DATASET_USED, _measure("loss"), _BETTER),
                     ("model", "training_min_batch_loss", "hyperparameters", "evaluations",
                      "validation_min_batch_loss", "validation_evaluations"), build=L.q7,
                     pair_columns=("hyperparameters", "evaluations", "validation_evaluations")),

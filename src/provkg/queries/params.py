@@ -56,6 +56,9 @@ class Parameter:
     default: Any = REQUIRED
     help: str = ""
     minimum: int | None = None
+    #: a ``data`` parameter whose query finds the tasks that used the data: given as an id,
+    #: it also matches the value captured by that id's location alone (``capture.ref(path)``)
+    users: bool = False
 
     @property
     def required(self) -> bool:

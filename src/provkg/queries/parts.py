@@ -237,20 +237,15 @@ def model_evaluation(exec_var: str, var: str, value: str, schema: str, *,
     return Part("model evaluation", (f"{var} prov:wasGeneratedBy {exec_var}", *clauses))
 
 
-def use_of_value(task: str, var: str) -> list[str]:
+def use_of_value(task: str, var: str) -> list[str | Part]:
     """``task`` used the value ``var`` (bound): by its id, or by its location alone (a
-    ``capture.ref(path)`` value, which the mapper's location bridge derives from the value
-    with the id). Another id at the same path is not matched: it is other data."""
+    ``capture.ref(path)`` value, the ``provkg:locationOf`` the value with the id). Another
+    value at the same path (a model fine-tuned from this one and saved over it) is not."""
     # a zero-or-one path from the bound value, not a UNION: Oxigraph evaluates a UNION's
     # branches on their own, and `?task prov:used ?var` alone reads every use in the store
     # (q7 at full scale: 6 s -> 107 s)
-    # (and no EXISTS: its patterns are joined on their own too, every location with every
-    # location). The second path, from both ends bound, keeps a derived value only when it
-    # is at the same location: a model fine-tuned from this one is not a use of it.
     v = f"{task}_v"
-    return [Part("use of value", (f"{var} ^prov:wasDerivedFrom? {v}",
-                                  f"{v} (provlake:location/^provlake:location)? {var}",
-                                  f"{task} prov:used {v}"))]
+    return [Part("use of value", (f"{var} ^provkg:locationOf? {v}", f"{task} prov:used {v}"))]
 
 
 def dataset(stage_var: str, var: str, schema: str) -> Part:

@@ -13,8 +13,9 @@ import getpass
 import os
 import sys
 import time
+from pathlib import PurePosixPath
 
-from provkg.capture.values import location_form
+from provkg.capture.values import location_form, path_location
 from provkg.errors import NotFound
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.store import Store, open_store
@@ -77,23 +78,23 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
 
 def values_at_location(store: Store, location: str) -> list[str]:
     """The terms of every value captured at ``location``, sorted; [] for none. The location
-    is read as written, then as ``capture.ref`` stores it (a space percent-encoded); an
-    absolute path as the ``file:`` URI ``capture.ref`` makes of it. Not a URI or a path: []."""
+    is read as written and as ``capture.ref`` stores it (one spelling per file: a space or
+    an accent percent-encoded); a path (absolute, or in a home folder) as the ``file:`` URI
+    ``capture.ref`` makes of it, and as ``Path.as_uri()`` spelled it (older captures). Not
+    a URI or a path: []."""
     if location.startswith("~"):  # a path in a home folder, as capture.ref reads it
         location = os.path.expanduser(location)
     if location.startswith("/"):
-        forms = [location_form("file://" + location)]
+        forms = [path_location(location), PurePosixPath(location).as_uri()]
     elif ":" in location:  # a URI has a scheme
-        forms = list(dict.fromkeys((location, location_form(location))))
+        forms = [location, location_form(location)]
     else:
         return []
-    for form in forms:  # a literal: any text is safe in it (a client may have sent a space)
-        rows = store.select(f"SELECT DISTINCT ?v WHERE {{ ?v {PL.location} {literal(form, XSD.anyURI)} }}",
-                            hide_system_graphs=False)
-        found = sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
-        if found:
-            return found
-    return []
+    # literals: any text is safe in one (a client may have sent a space)
+    terms = " ".join(literal(f, XSD.anyURI) for f in dict.fromkeys(forms))
+    rows = store.select(f"SELECT DISTINCT ?v WHERE {{ VALUES ?loc {{ {terms} }} ?v {PL.location} ?loc }}",
+                        hide_system_graphs=False)
+    return sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
 
 
 def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, str]]:

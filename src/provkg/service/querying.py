@@ -25,7 +25,7 @@ from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
 from provkg.term import Triple, iri, literal, mint_iri, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROV, RDFS
+from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
 
 __all__ = [
     "cmd_query",
@@ -102,8 +102,11 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
         terms = " ".join(located.get(p.name) or (term_for(p, values[p.name], base=base),))
         if not (store.ask(f"ASK {{ VALUES ?x {{ {terms} }} ?x ?p ?o }}")
                 or store.ask(f"ASK {{ VALUES ?x {{ {terms} }} ?s ?p ?x }}")):
-            notes.append(f"the store has no {_WHAT[p.type]} {values[p.name]!r} "
-                         f"(parameter {p.name})")
+            given = values[p.name]
+            hint = ("; a path names data when absolute (/…) or in a home folder (~/…)"
+                    if p.type == "data" and isinstance(given, str) and "/" in given
+                    and given[0] not in "/~" and ":" not in given else "")
+            notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
     measure = values.get("measure")
     if isinstance(measure, str) and not store.ask(
             f"ASK {{ ?attribute {iri(RDFS.label)} {literal(measure)} }}"):
@@ -127,29 +130,54 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
 
 def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, object], *,
                          base: str) -> dict[str, tuple[str, ...]]:
-    """For each ``data`` parameter given as a location URI: the captured values stored at
-    that location (DESIGN §6: a data parameter is a value id or its location URI). A value
-    captured without an id is named after its location, so the id's own IRI is kept too."""
+    """The values each ``data`` parameter names, where that is more than the IRI of its id
+    (DESIGN §6: a data parameter is a value id or its location URI):
+
+    - a location URI (or path), or the IRI of the value captured by that location alone:
+      every value captured at that location, and the id's own value if one has it;
+    - an id (or its IRI), for queries about the tasks that used the data
+      (``Parameter.users``): also the value captured by its location alone, what a consumer
+      that knew only the path used. Lineage queries keep the id exact: that node also
+      derives from every other id written to the same path (two versions of a file)."""
     out: dict[str, tuple[str, ...]] = {}
     values = query.parse(params)
     for p in query.parameters:
         given = values.get(p.name)
-        if p.type != "data" or not isinstance(given, str) or given.startswith(base + "value/"):
-            continue  # (a captured value's IRI is one already)
-        found = values_at_location(store, given)
-        own = term_for(p, given, base=base)
-        if not found:  # an id: the values captured at its location are the same data
-            found = _values_sharing_location(store, own, base=base)
-            if len(found) > 1:
-                out[p.name] = tuple(found)
+        if p.type != "data" or not isinstance(given, str):
+            continue
+        if given.startswith(base + "value/"):  # a value's IRI, as a query printed it
+            own = iri(given)
+            location = _location_named_by(store, own, base=base)
+            found = values_at_location(store, location) if location is not None else []
+        else:
+            own = term_for(p, given, base=base)
+            found = values_at_location(store, given)
+        if not found:  # an id
+            if p.users:
+                found = _values_sharing_location(store, own, base=base)
+                if len(found) > 1:
+                    out[p.name] = tuple(found)
             continue
         # the id's own IRI only if a value has it (one VALUES row less: Virtuoso's compiler
         # runs out of code space on q3 with two rows repeated through its sub-selects); the
         # node a location bridge names (mapper.common.location_bridge) is not a value
-        if own not in found and store.ask(f"ASK {{ {own} ?p ?o FILTER(?p != {iri(PROV.wasDerivedFrom)}) }}"):
+        if own not in found and store.ask(
+                f"ASK {{ {own} ?p ?o FILTER(?p NOT IN ({iri(PROV.wasDerivedFrom)}, "
+                f"{iri(PROVKG.locationOf)})) }}"):
             found.insert(0, own)
         out[p.name] = tuple(found)
     return out
+
+
+def _location_named_by(store: Store, value: str, *, base: str) -> str | None:
+    """The location URI whose value ``value`` (an IRI term) is, when it is the value captured
+    by that location alone (``capture.ref(path)``); None for a value with an id of its own."""
+    rows = store.select(f"SELECT DISTINCT ?loc WHERE {{ {value} {PL.location} ?loc }}",
+                        hide_system_graphs=False)
+    for (loc,) in rows.rows:
+        if isinstance(loc, str) and value == iri(mint_iri("value", loc, base=base)):
+            return loc
+    return None
 
 
 def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str]:
