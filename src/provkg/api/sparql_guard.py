@@ -16,6 +16,7 @@ from typing import Any
 
 from provkg.api.errors import ReadOnlyQuery
 from provkg.errors import QuerySyntaxError
+from provkg.store.base import SPARQL_PARSER_LOCK
 
 __all__ = ["GuardedQuery", "check_query", "MAX_QUERY_CHARS"]
 
@@ -72,7 +73,8 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
     if not text.strip():
         raise QuerySyntaxError("empty query")
     try:
-        parsed = parseQuery(text)
+        with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe (found by black-box testing)
+            parsed = parseQuery(text)
     except RecursionError:
         raise QuerySyntaxError("query nests too deeply to parse") from None
     except ParseBaseException as exc:
@@ -98,7 +100,8 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
 
 def _is_update(text: str, parse_update: Any) -> bool:
     try:
-        parse_update(text)
+        with SPARQL_PARSER_LOCK:
+            parse_update(text)
     except Exception:
         return False
     return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -426,6 +427,12 @@ def syntax_error(message: str, *, what: str = "SPARQL") -> QuerySyntaxError:
 
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+#: rdflib's SPARQL grammar is one pyparsing parser per process, and pyparsing is not
+#: thread-safe (pyparsing issue 89): parses from two threads at once broke the parser for the
+#: process's life (every new query text then failed). Every use of it holds this lock.
+SPARQL_PARSER_LOCK = threading.Lock()
 
 
 def run_with_timeout(run: Callable[[], T], timeout: float | None) -> T:

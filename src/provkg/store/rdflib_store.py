@@ -29,6 +29,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 
 from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
+    SPARQL_PARSER_LOCK,
     Rows,
     Store,
     ntriples_bytes,
@@ -112,7 +113,7 @@ class RdflibStore(Store):
     def update(self, sparql: str) -> None:
         ds = self._dataset()
         try:
-            with _rdflib_call(union=False):
+            with _rdflib_call(union=False), SPARQL_PARSER_LOCK:  # ds.update parses too
                 ds.update(sparql)
         except ParseBaseException as exc:
             raise syntax_error(_pyparsing_message(exc)) from exc
@@ -190,7 +191,9 @@ class RdflibStore(Store):
         try:
             with _rdflib_call():
                 # translated here so the plan can be improved (provkg.store.rdflib_plan)
-                prepared = translateQuery(parseQuery(query), None, dict(ds.namespaces()))
+                with SPARQL_PARSER_LOCK:
+                    parsed = parseQuery(query)
+                prepared = translateQuery(parsed, None, dict(ds.namespaces()))
                 improve(prepared.algebra)
                 result = ds.query(prepared)
                 if result.type == "SELECT":
