@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,9 @@ class Service:
     specs: SpecRegistry
     sparql: SparqlRunner
     extras: list[Any] = field(default_factory=list)  # e.g. the MQTT listener
+    #: one spec registration at a time: two replacing one workflow's spec at once
+    #: interleaved their forget / add / re-type steps into a graph of neither version
+    spec_lock: threading.Lock = field(default_factory=threading.Lock)
 
     closed: bool = False
 

@@ -28,7 +28,10 @@ _SPEC_BYTES = 1024 * 1024  # specs are small; a larger body is a mistake or an a
                 "prospective triples. A spec with the same workflow name replaces the old one, "
                 "for stored events too: the old spec's prospective triples are removed and, in "
                 "the typed schema, stored runs, executions and values are classified again by "
-                "the new spec (the graph is the one a fresh ingest with it would give).",
+                "the new spec (the graph is the one a fresh ingest with it would give). Not so "
+                "for a section whose `granularity` changes: sections stored in full stay in "
+                "full, and summaries need their spec before their events (docs/graph.md); "
+                "change it between runs, not while a run streams.",
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/yaml": {"schema": {"type": "string"}, "example": SPEC_EXAMPLE},
         "application/json": {"schema": {"type": "object"}}}}, **WRITE_SECURITY},
@@ -49,16 +52,20 @@ async def post_spec(request: Request) -> dict[str, Any]:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the spec is not UTF-8 text") from None
-    # saved first, so the queue worker maps new events with it before the store re-types what
-    # came earlier; taken back if the store refuses the spec's triples (a 503 must leave no
-    # half-registered spec: found by black-box testing)
-    spec, previous = await run_in_threadpool(service.specs.replace, text)
-    try:
-        await run_in_threadpool(register_spec, service.store, spec,
-                                schema=service.settings.ingest_schema)
-    except BaseException:
-        await run_in_threadpool(service.specs.restore, spec.workflow, previous)
-        raise
+    def register() -> Any:
+        with service.spec_lock:  # two posts at once: one after the other (black-box testing)
+            # saved first, so the queue worker maps new events with it before the store
+            # re-types what came earlier; taken back if the store refuses the spec's triples
+            # (a 503 must leave no half-registered spec: found by black-box testing)
+            spec, previous = service.specs.replace(text)
+            try:
+                register_spec(service.store, spec, schema=service.settings.ingest_schema)
+            except BaseException:
+                service.specs.restore(spec.workflow, previous)
+                raise
+            return spec
+
+    spec = await run_in_threadpool(register)
     return {"workflow": spec.workflow, "transformations": len(spec.transformations)}
 
 
