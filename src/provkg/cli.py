@@ -140,14 +140,24 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("files", nargs="+", metavar="SPEC", help="a spec file (.yaml, .yml or .json)")
     sv.set_defaults(handler=_cmd_spec_validate)
 
-    p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)")
+    p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)",
+            "Says that a captured value denotes a domain-KG resource (provlake:denotes), for data\n"
+            "captured without capture.ref(..., domain=IRI). Given a location URI, every value\n"
+            "captured there is linked. The link is recorded as a provkg:LinkAssertion with who\n"
+            "(--agent, default $USER) and when. q1, q2 and q6 then find the basin and field.\n\n"
+            "examples:\n  provkg link file:///lake/f3.sgy https://example.org/kg/f3-segy\n"
+            "  provkg link cur-A https://example.org/kg/A-segy --agent geo-team")
     _store_arg(p)
     p.add_argument("value_id", metavar="VALUE_ID", help="captured value id or location URI")
     p.add_argument("target", metavar="IRI", help="domain-KG resource the value denotes")
     p.add_argument("--agent", default=None, help="who asserts the link (default: $USER)")
     p.set_defaults(handler=_cmd_link)
 
-    p = add("check-links", "list domain links whose target the loaded domain graphs do not describe")
+    p = add("check-links", "list domain links whose target the loaded domain graphs do not describe",
+            "Lists (value id, target IRI) of each provlake:denotes link whose target is the\n"
+            "subject of no triple in the store: a typo, or a domain KG not loaded yet\n"
+            "(provkg load kg.ttl). Exit status 1 when there is any, 0 when there is none.\n\n"
+            "examples:\n  provkg check-links\n  provkg check-links --store oxigraph:provkg-data")
     _store_arg(p)
     p.set_defaults(handler=_cmd_check_links)
 
@@ -184,7 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_sparql)
 
     # -- capture side -------------------------------------------------------
-    p = add("schema", "print JSON Schemas of the public formats")
+    p = add("schema", "print JSON Schemas of the public formats",
+            "Prints the JSON Schema of a public format, for clients in other languages.\n\n"
+            "examples:\n  provkg schema events > provkg-events.schema.json")
     p.add_argument("which", choices=["events"], metavar="{events}",
                    help="events: wire format v1 batch envelope")
     p.set_defaults(handler=_cmd_schema)
@@ -232,7 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench_command", metavar="WHICH")
     p.set_defaults(help_parser=p)
-    bc = bench_sub.add_parser("clauses", help="clause counts per query part, typed vs tagged, next to the paper's Table 3")
+    bc = bench_sub.add_parser(
+        "clauses", help="clause counts per query part, typed vs tagged, next to the paper's Table 3",
+        description="Counts the triple patterns (clauses) of each part of Q7 as provkg renders it,\n"
+                    "typed (PROV-ML) and tag-based (PROVLake), next to the PROV-ML paper's Table 3;\n"
+                    "--show prints each part's SPARQL.\n\n"
+                    "examples:\n  provkg bench clauses\n  provkg bench clauses --show\n"
+                    "  provkg bench clauses --format json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     bc.add_argument("--format", choices=("table", "json"), default="table",
                     help="table for people (default), json for scripts")
     bc.add_argument("--show", action="store_true",
