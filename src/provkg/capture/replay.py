@@ -192,7 +192,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         report = replay(args.spool, args.to)
     except ValueError as exc:  # a malformed --to URL
         raise BadParameter(f"--to: {exc}") from exc
-    print(f"re-sent {report.events} events from {report.segments} segments to {args.to}"
+    segments = f"{report.segments} segment{'s' if report.segments != 1 else ''}"
+    print(f"re-sent {report.events} events from {segments} to {args.to}"
           + (f"; {report.rejected} rejected (see {_rejected_folder(Path(args.spool))})"
              if report.rejected else "")
           + (f"; {report.skipped} segments left alone: a running workflow is still writing "

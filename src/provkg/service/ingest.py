@@ -85,7 +85,8 @@ class IngestReport:
         # event) is kept once, so the store may have grown by fewer
         return (f"{self.events:,} events -> {self.triples:,} triples mapped (the store keeps each "
                 f"once) in {self.seconds:.1f} s{rate}"
-                + (f"; {len(self.warnings)} warnings" if self.warnings else ""))
+                + (f"; {len(self.warnings)} warning{'s' if len(self.warnings) != 1 else ''}"
+                   if self.warnings else ""))
 
 
 def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str = DEFAULT_BASE) -> int:
@@ -825,4 +826,4 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _print_report(report: IngestReport) -> None:
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"ingested {report.files} files: {report}")
+    print(f"ingested {report.files} file{'s' if report.files != 1 else ''}: {report}")

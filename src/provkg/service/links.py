@@ -130,5 +130,6 @@ def cmd_check_links(args: argparse.Namespace) -> int:
         return 0
     for value, target in dangling:
         print(f"{value}\t{target}")
-    print(f"{len(dangling)} dangling links: no loaded graph describes their target", file=sys.stderr)
+    print(f"{len(dangling)} dangling link{'s' if len(dangling) != 1 else ''}: no loaded graph "
+          "describes their target", file=sys.stderr)
     return 1
