@@ -95,7 +95,7 @@ def test_version_and_sprov_queries_need_no_schema_flag(tmp_path: Path, capsys) -
 
 def test_malformed_store_urls_are_clear_errors(capsys) -> None:
     for url, says in [("sparql+http://[::1", "Invalid IPv6 URL"), ("oxigraph+http://h:port", "Port"),
-                      ("rdflib:/tmp/somewhere", "in memory only")]:
+                      ("rdflib:/tmp/somewhere", "in memory only"), ("memory:foo", "in memory only")]:
         assert main(["query", "d4", "-p", "workflow=x", "--store", url]) == 1
         err = capsys.readouterr().err
         assert err.startswith("error: store URL") and says in err, err

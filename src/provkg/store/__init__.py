@@ -52,6 +52,9 @@ def _oxigraph(rest: str, url: str, read_only: bool) -> Store:
 def _memory(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
+    if rest:  # found by black-box testing: memory:foo was taken, the foo silently ignored
+        raise BadParameter(f"store URL {display_url(url)!r}: memory: is in memory only and takes "
+                           "no path; for a store on disk use oxigraph:DIR")
     return OxigraphStore(None, url=url)
 
 
