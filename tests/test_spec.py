@@ -193,3 +193,12 @@ transformations:
     assert "bad.yaml:5: transformations[1].name: duplicate transformation name 'a' (first at transformations[0])" in problems
     assert any(p.startswith("bad.yaml:9: transformations[2].of: sections form a cycle") for p in problems)
     assert any(p.startswith("bad.yaml:16: transformations[4].used[0].role:") for p in problems)
+
+
+def test_a_name_yaml_reads_as_a_boolean_or_a_number_says_to_quote_it() -> None:
+    """Found by black-box testing: `workflow: no` gave "Input should be a valid string"."""
+    with pytest.raises(BadSpec) as caught:
+        parse_spec("workflow: no\nphase: learning\ntransformations:\n  - {name: 1.10}\n")
+    text = str(caught.value)
+    assert "workflow: Input should be a valid string; quote it" in text
+    assert "transformations[0].name: Input should be a valid string; quote it" in text

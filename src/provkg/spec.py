@@ -300,6 +300,9 @@ def _pydantic_message(err: dict[str, Any]) -> str:
         return "required field is missing"
     if err["type"] == "extra_forbidden":
         return "unknown field (see DESIGN.md section 4 for the fields of a spec)"
+    if err["type"] == "string_type":  # `workflow: no`, `name: 1.10`: YAML read a bool or a number
+        return (f"{err['msg']}; quote it (\"...\"): YAML reads yes, no, on, off, true, false and "
+                "numbers as such, not as names")
     return str(err["msg"])
 
 
