@@ -252,21 +252,27 @@ transformations:
 """
 
 
+_T0 = 1_700_000_000.0
+#: the preparation run (prep2, TILINGS) and the learning run (fit, LEARNING) of the q2 tests
+_PREP2_RUNS = [{"type": "workflow", "event": "begin", "id": "p", "time": _T0, "workflow": "prep2"},
+               {"type": "workflow", "event": "begin", "id": "f", "time": _T0, "workflow": "fit"}]
+
+
+def _prep2_task(tid: str, name: str, used: list[dict], generated: list[dict]) -> list[dict]:
+    """Begin and end of a task of the q2 tests' runs (training in fit, the rest in prep2)."""
+    common = {"type": "task", "id": tid, "workflow_id": "p" if name != "training" else "f",
+              "transformation": name}
+    return [{**common, "event": "begin", "time": _T0, "used": used},
+            {**common, "event": "end", "time": _T0 + 1, "status": "finished", "generated": generated}]
+
+
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
 def test_q2_pairs_each_tile_size_with_the_noise_threshold_of_the_same_cut(store, schema):
     # one selection cut twice (tile 16 / noise 0.1, tile 32 / noise 0.3) into one training
     # set: two (tile, noise) pairs, not their four combinations (found by black-box testing)
     prep, fit = parse_spec(TILINGS), parse_spec(LEARNING)
-    t0 = 1_700_000_000.0
-
-    def task(tid, name, used, generated):
-        common = {"type": "task", "id": tid, "workflow_id": "p" if name != "training" else "f",
-                  "transformation": name}
-        return [{**common, "event": "begin", "time": t0, "used": used},
-                {**common, "event": "end", "time": t0 + 1, "status": "finished", "generated": generated}]
-
-    events = [{"type": "workflow", "event": "begin", "id": "p", "time": t0, "workflow": "prep2"},
-              {"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"},
+    task = _prep2_task
+    events = [*_PREP2_RUNS,
               *task("sel", "select", [{"name": "first_inline", "value": 10}, {"name": "last_inline", "value": 20}],
                     [{"name": "selection", "id": "sel-out"}])]
     for cut, tile, noise in (("cutA", 16, 0.1), ("cutB", 32, 0.3)):
@@ -287,16 +293,8 @@ def test_q2_keeps_each_preparation_path_of_a_merged_training_set_apart(store, sc
     # set: two rows, one per path, not the four combinations of tilings and slice ranges
     # (found by black-box testing: 32 / 0.25 with slices 100-199 never existed)
     prep, fit = parse_spec(TILINGS), parse_spec(LEARNING)
-    t0 = 1_700_000_000.0
-
-    def task(tid, name, used, generated):
-        common = {"type": "task", "id": tid, "workflow_id": "p" if name != "training" else "f",
-                  "transformation": name}
-        return [{**common, "event": "begin", "time": t0, "used": used},
-                {**common, "event": "end", "time": t0 + 1, "status": "finished", "generated": generated}]
-
-    events = [{"type": "workflow", "event": "begin", "id": "p", "time": t0, "workflow": "prep2"},
-              {"type": "workflow", "event": "begin", "id": "f", "time": t0, "workflow": "fit"}]
+    task = _prep2_task
+    events = [*_PREP2_RUNS]
     for path, (first, last), tile, noise in (("A", (100, 199), 64, 0.15), ("B", (10, 59), 32, 0.25)):
         events += task(f"sel{path}", "select", [{"name": "first_inline", "value": first},
                                                 {"name": "last_inline", "value": last}],
