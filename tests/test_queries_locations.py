@@ -408,3 +408,26 @@ def test_a_file_has_one_location_however_a_program_wrote_it(store, name):
     store.add([*map_spec(spec), *map_events(sink.events, {"fit": spec})])
     for given in (path, "file://" + path, location):
         assert values_at_location(store, given) == [iri(mint_iri("value", location))], given
+
+
+def test_a_query_by_location_finds_every_spelling_a_client_may_have_stored(embedded_store):
+    """Found by black-box testing: one file recorded as file:/x (Java's File.toURI), with
+    Path.as_uri()'s %28 escapes, and as capture.ref writes it now; a query by path, by URI or
+    by the old spelling found only some of them (and q3 then picked another "best" model)."""
+    from provkg.service.links import values_at_location
+    from provkg.term import iri
+
+    name = "/d/set (v2)+a,b=c.h5"
+    stored = ["file:///d/set%20(v2)+a,b=c.h5", "file:///d/set%20%28v2%29%2Ba%2Cb%3Dc.h5",
+              "file:/d/set%20(v2)+a,b=c.h5", "file://localhost/d/set%20(v2)+a,b=c.h5",
+              "file:///d/set (v2)+a,b=c.h5"]
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "fit"}]
+    for k, location in enumerate(stored):
+        events.append({"type": "task", "event": "begin", "id": f"t{k}", "time": 2.0,
+                       "workflow_id": "r", "transformation": "training",
+                       "used": [{"name": "train_set", "location": location}]})
+    spec = parse_spec(SPEC)
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    every = sorted(iri(mint_iri("value", location)) for location in stored)
+    for given in [name, "file://" + name, *stored]:
+        assert values_at_location(embedded_store, given) == every, given

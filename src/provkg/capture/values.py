@@ -60,6 +60,8 @@ _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 #: what ``quote`` leaves as it is: URI delimiters and existing %-escapes
 _URI_SAFE = ":/?#[]@!$&'()*+,;=%~"
+#: what a path keeps as it is in its file: URI (a path has no query, fragment or escapes)
+_PATH_SAFE = ":/@!$&'()*+,;=~"
 #: types that are JSON scalars and immutable: safe to hand to the background thread as they are
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 
@@ -196,8 +198,18 @@ def location_form(uri: str) -> str:
 
     >>> location_form("file:///data/run (1)/café 100%.h5")
     'file:///data/run%20(1)/caf%C3%A9%20100%25.h5'
+    >>> location_form("file:///data/run%20%281%29%2Ba.h5")  # as Path.as_uri() writes it
+    'file:///data/run%20(1)+a.h5'
     """
-    return _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE)))
+    uri = _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE)))
+    if uri.startswith("file://"):  # Path.as_uri() escapes ( ) + , = ... : a path shows them
+        uri = _PATH_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), uri)
+    return uri
+
+
+#: in a file: URI's path, the escapes of characters a path segment holds as they are (RFC
+#: 3986 sub-delims, ":" and "@"; "~" and the unreserved ones): decoded, one spelling per file
+_PATH_ESCAPE = re.compile(r"%(2[146789ABCabc]|3[ABDabd]|40|7[Ee]|5[Ff]|2[Dd]|2[Ee])")
 
 
 def path_location(path: str | PurePath) -> str:
@@ -206,14 +218,15 @@ def path_location(path: str | PurePath) -> str:
     program that wrote the path and one that wrote the URI named two locations). A ``%`` in a
     path is a character of its name.
 
-    >>> path_location("/data/run (1)/café 100%.h5")
-    'file:///data/run%20(1)/caf%C3%A9%20100%25.h5'
+    >>> path_location("/data/run (1)/café 100%.h5"), path_location("/data/run#1?.h5")
+    ('file:///data/run%20(1)/caf%C3%A9%20100%25.h5', 'file:///data/run%231%3F.h5')
     """
     text = Path(path).expanduser().absolute().as_posix() if not isinstance(path, PureWindowsPath) \
         else PureWindowsPath(path).as_posix()
     if not text.startswith("/"):  # C:/data/x.h5
         text = "/" + text
-    return "file://" + quote(text, safe=_URI_SAFE.replace("%", ""))
+    # a path is not a URI: its % # ? [ ] are characters of names, escaped
+    return "file://" + quote(text, safe=_PATH_SAFE)
 
 
 def _one_file_form(uri: str) -> str:

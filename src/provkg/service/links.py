@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import PurePosixPath
+from urllib.parse import quote, unquote
 
 from provkg.capture.values import location_form, path_location
 from provkg.errors import NotFound
@@ -82,19 +83,37 @@ def values_at_location(store: Store, location: str) -> list[str]:
     an accent percent-encoded); a path (absolute, or in a home folder) as the ``file:`` URI
     ``capture.ref`` makes of it, and as ``Path.as_uri()`` spelled it (older captures). Not
     a URI or a path: []."""
-    if location.startswith("~"):  # a path in a home folder, as capture.ref reads it
-        location = os.path.expanduser(location)
-    if location.startswith("/"):
-        forms = [path_location(location), PurePosixPath(location).as_uri()]
-    elif ":" in location:  # a URI has a scheme
-        forms = [location, location_form(location)]
-    else:
+    forms = location_spellings(location)
+    if not forms:
         return []
     # literals: any text is safe in one (a client may have sent a space)
-    terms = " ".join(literal(f, XSD.anyURI) for f in dict.fromkeys(forms))
+    terms = " ".join(literal(f, XSD.anyURI) for f in forms)
     rows = store.select(f"SELECT DISTINCT ?v WHERE {{ VALUES ?loc {{ {terms} }} ?v {PL.location} ?loc }}",
                         hide_system_graphs=False)
     return sorted({iri(str(v)) for (v,) in rows.rows if isinstance(v, str) and is_valid_iri(v)})
+
+
+def location_spellings(location: str) -> list[str]:
+    """The spellings a location may be stored under: as written, as ``capture.ref`` writes it
+    now, as ``Path.as_uri()`` writes a path (older captures; ``( ) + , =`` escaped), and a
+    local ``file:`` URI also as ``file:/x`` and ``file://localhost/x`` (what other languages'
+    clients send). A path (absolute, or ``~/``) is read as its ``file:`` URI. [] for text that
+    is neither a URI nor such a path."""
+    if location.startswith("~"):  # a path in a home folder, as capture.ref reads it
+        location = os.path.expanduser(location)
+    if location.startswith("/"):
+        canonical, written = path_location(location), PurePosixPath(location).as_uri()
+    elif ":" in location:  # a URI has a scheme
+        canonical, written = location_form(location), location
+    else:
+        return []
+    forms = [written, canonical]
+    if canonical.startswith("file:///"):
+        path = canonical[len("file://"):]
+        # as written now; with as_uri's escapes; raw (an accent or a space as it is)
+        for form in (canonical, "file://" + quote(unquote(path), safe="/"), "file://" + unquote(path)):
+            forms += [form, "file:" + form[len("file://"):], "file://localhost" + form[len("file://"):]]
+    return list(dict.fromkeys(forms))
 
 
 def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, str]]:
