@@ -268,7 +268,8 @@ def test_the_table_shows_stored_text_that_looks_like_rich_markup_as_it_is(
         tmp_path: Path, capsys) -> None:
     """Found by black-box testing: `[1,null]` printed as an empty cell, `[red]x[/red]` as `x`."""
     data = tmp_path / "d.nt"
-    texts = ["[1,null]", "[red]alert[/red] keep", "C:\\\\path\\\\[x]", "[link=http://e]click[/link]"]
+    texts = ["[1,null]", "[red]alert[/red] keep", "C:\\\\path\\\\[x]", "[link=http://e]click[/link]",
+             "\\u001B]0;pwned\\u0007 \\u001B[31mred"]  # control characters: escaped on screen
     data.write_text("".join(f'<http://example.org/s{i}> <http://example.org/p> "{t}" .\n'
                             for i, t in enumerate(texts)), encoding="utf-8")
     url = f"oxigraph:{tmp_path / 'db'}"
@@ -276,5 +277,7 @@ def test_the_table_shows_stored_text_that_looks_like_rich_markup_as_it_is(
     capsys.readouterr()
     out = _sparql(tmp_path, "SELECT ?o WHERE { ?s <http://example.org/p> ?o } ORDER BY ?o", url,
                   "table", capsys)
-    for shown in ["[1,null]", "[red]alert[/red] keep", "C:\\path\\[x]", "[link=http://e]click[/link]"]:
+    for shown in ["[1,null]", "[red]alert[/red] keep", "C:\\path\\[x]", "[link=http://e]click[/link]",
+                  "\\x1b]0;pwned\\x07 \\x1b[31mred"]:
         assert shown in out
+    assert "\x1b" not in out and "\x07" not in out

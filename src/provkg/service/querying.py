@@ -261,18 +261,31 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    r"""``text`` for a terminal: control characters other than tab and newline as ``\xNN``.
+
+    >>> shown("a\x1b[31mred")
+    'a\\x1b[31mred'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     # Text, not str: rich reads a str as markup, and stored values like "[red]x[/red]",
-    # "[1,null]" or "[better]" are data, shown as they are
-    table = Table(title=Text(title) if title is not None else None)
+    # "[1,null]" or "[better]" are data, shown as they are; control characters (an ESC that
+    # would recolour or retitle the terminal: anyone who sends events can store one) escaped
+    table = Table(title=Text(shown(title)) if title is not None else None)
     for c in columns:
-        table.add_column(Text(c), overflow="fold")
+        table.add_column(Text(shown(c)), overflow="fold")
     for r in cells:
-        table.add_row(*(Text(v) for v in r))
+        table.add_row(*(Text(shown(v)) for v in r))
     console = Console(file=io.StringIO(), width=max(80, Console().width), force_terminal=False)
     console.print(table)
     return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
