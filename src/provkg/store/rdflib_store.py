@@ -214,12 +214,12 @@ class RdflibStore(Store):
                     # holds data empties its default graph (found by black-box testing)
                     fresh = Dataset()
                     parse(fresh)
-                    for s, p, o, g in fresh.quads((None, None, None, None)):
-                        g_id = getattr(g, "identifier", g)  # a Graph or its name, by version
-                        default = g_id is None or g_id == DATASET_DEFAULT_GRAPH_ID
-                        target = ((ds.graph(URIRef(graph)) if graph else ds.default_graph)
-                                  if default else ds.graph(g_id))  # as Oxigraph's to_graph
-                        target.add((s, p, o))
+                    # default-graph quads go to `graph` when one is given, as Oxigraph's to_graph
+                    into_default = ds.graph(URIRef(graph)) if graph else ds.default_graph
+                    for named in fresh.graphs():
+                        default = named.identifier == DATASET_DEFAULT_GRAPH_ID
+                        target = into_default if default else ds.graph(named.identifier)
+                        target += named
                     return
                 target: Graph = ds.default_graph if graph is None else ds.graph(URIRef(graph))
                 parse(target)

@@ -454,7 +454,9 @@ class SparqlStore(Store):
 
     def _opener(self) -> urllib.request.OpenerDirector:
         """How SPARQLWrapper's requests go out: with a connect timeout apart from the read
-        timeout, and credentials (digest) without SPARQLWrapper's process-wide opener."""
+        timeout, and credentials (digest) without SPARQLWrapper's process-wide opener. One
+        per request: urllib's digest handler counts retries in itself, so one shared by the
+        API's concurrent queries could fail a request that another one retried."""
         ep = self.endpoint
         handlers: list[urllib.request.BaseHandler] = [_HTTPHandler(ep.connect_timeout),
                                                       _HTTPSHandler(ep.connect_timeout)]
