@@ -213,21 +213,19 @@ def q3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
              'BIND("hyperparameter" AS ?role)']
     evals = [P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
              'BIND("evaluation" AS ?role)']
-    last_epoch = v.get("measure_at") == "last_epoch"
-    if last_epoch:  # the training has no evaluations: its last epoch's value of the measure
-        evals = ["BIND(?measure AS ?name)", "BIND(?mv AS ?value)", 'BIND("evaluation" AS ?role)']
     columns = ["?model", "?role", "?name", "?value"]
+    kept = ["?training", "?model"]  # what the Virtuoso form carries out of the winner
+    if v.get("measure_at") == "last_epoch":
+        # the training has no evaluations: its row is the measure its last epoch had, named
+        # after the UNION (a BIND in a branch sees only that branch's variables, and a second
+        # copy of the winner in the Virtuoso form overflows its compiler stack when tagged)
+        hyper = [P.hyperparameters("?training", "?h_name", "?h_value", schema),
+                 'BIND("hyperparameter" AS ?role)']
+        evals = ['BIND("evaluation" AS ?role)']
+        columns = ["?model", "?role", '(IF(?role = "evaluation", ?measure, ?h_name) AS ?name)',
+                   '(IF(?role = "evaluation", ?mv, ?h_value) AS ?value)']
+        kept += ["?measure", "?mv"]
     if current_dialect() == "virtuoso":  # its compiler fails on the inline form (SP031)
-        kept = ["?training", "?model"]
-        if last_epoch:  # a BIND in a UNION branch sees only that branch's variables, so the
-            # evaluation row takes the measure and its value after the UNION (a second copy
-            # of the winner inside it overflows Virtuoso's compiler stack on the tagged form)
-            kept += ["?measure", "?mv"]
-            hyper = [P.hyperparameters("?training", "?h_name", "?h_value", schema),
-                     'BIND("hyperparameter" AS ?role)']
-            evals = ['BIND("evaluation" AS ?role)']
-            columns = ["?model", "?role", '(IF(?role = "evaluation", ?measure, ?h_name) AS ?name)',
-                       '(IF(?role = "evaluation", ?mv, ?h_value) AS ?value)']
         where = [subquery(kept, winner), union(hyper, evals)]
     else:
         # each branch repeats the anchor inline, so the store walks from the winning training
@@ -366,7 +364,7 @@ def _q7_columns(where: Where, v: dict[str, object]) -> str:
 def _q7_where(t: dict[str, str], schema: str, best_batch) -> Where:  # type: ignore[no-untyped-def]
     anchor = _trainings_on(t, schema)
     validation = [*anchor, P.model("?training", "?model", schema),
-                  *P.use_of_value("?validation", "?model"),
+                  P.use_of_value("?validation", "?model"),
                   P.stage("?validation", "validation", schema)]
     return [
         best_batch(anchor, "?training", "training", "?training", "?training_min_batch_loss"),

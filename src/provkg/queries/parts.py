@@ -237,7 +237,7 @@ def model_evaluation(exec_var: str, var: str, value: str, schema: str, *,
     return Part("model evaluation", (f"{var} prov:wasGeneratedBy {exec_var}", *clauses))
 
 
-def use_of_value(task: str, var: str) -> list[str | Part]:
+def use_of_value(task: str, var: str) -> Part:
     """``task`` used the value ``var`` (bound): by its id, or by its location alone (a
     ``capture.ref(path)`` value, the ``provkg:locationOf`` the value with the id). Another
     value at the same path (a model fine-tuned from this one and saved over it) is not."""
@@ -245,7 +245,7 @@ def use_of_value(task: str, var: str) -> list[str | Part]:
     # branches on their own, and `?task prov:used ?var` alone reads every use in the store
     # (q7 at full scale: 6 s -> 107 s)
     v = f"{task}_v"
-    return [Part("use of value", (f"{var} ^provkg:locationOf? {v}", f"{task} prov:used {v}"))]
+    return Part("use of value", (f"{var} ^provkg:locationOf? {v}", f"{task} prov:used {v}"))
 
 
 def dataset(stage_var: str, var: str, schema: str) -> Part:
