@@ -175,9 +175,16 @@ def _location_named_by(store: Store, value: str, *, base: str) -> str | None:
     rows = store.select(f"SELECT DISTINCT ?loc WHERE {{ {value} {PL.location} ?loc }}",
                         hide_system_graphs=False)
     for (loc,) in rows.rows:
-        if isinstance(loc, str) and value == iri(mint_iri("value", loc, base=base)):
+        if _named_by_location(value, loc, base):
             return loc
     return None
+
+
+def _named_by_location(value: object, location: object, base: str) -> bool:
+    """Whether ``value`` (a term or a bare IRI) is the value captured by ``location`` alone:
+    the mapper names it after the location (``capture.ref(path)``, no id)."""
+    return (isinstance(value, str) and isinstance(location, str)
+            and value.strip("<>") == mint_iri("value", location, base=base))
 
 
 def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str]:
@@ -187,9 +194,7 @@ def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str
     that gave two values two ids at one path (two versions of a file) told them apart."""
     rows = store.select(f"SELECT DISTINCT ?v ?loc WHERE {{ {value} {PL.location} ?loc . "
                         f"?v {PL.location} ?loc }}", hide_system_graphs=False)
-    by_path = sorted({iri(str(v)) for v, loc in rows.rows
-                      if isinstance(v, str) and str(v) == mint_iri("value", str(loc), base=base)}
-                     - {value})
+    by_path = sorted({iri(v) for v, loc in rows.rows if _named_by_location(v, loc, base)} - {value})
     return [value, *by_path]
 
 
