@@ -9,9 +9,9 @@ Run it with ``provkg serve`` or ``uvicorn --factory provkg.api.app:create_app``.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

@@ -86,6 +86,12 @@ ROWS_NOT_ACCEPTABLE = _error("the Accept header allows neither JSON nor CSV", "n
                              "a canned query's answer is application/json or text/csv; the "
                              "Accept header allows neither")
 
+#: an ontology asked for in none of its formats
+ONTOLOGY_NOT_ACCEPTABLE = _error("the Accept header allows none of Turtle, N-Triples, RDF/XML",
+                                 "not_acceptable", "an ontology is served as text/turtle, "
+                                 "application/n-triples, application/rdf+xml; the Accept header "
+                                 "allows none of them")
+
 _XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 #: ``/v1/sparql``'s answers, by media type (chosen with the Accept header, q-values honoured)
 SPARQL_RESPONSES: dict[int | str, dict[str, Any]] = {

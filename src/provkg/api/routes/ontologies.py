@@ -8,17 +8,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.errors import NotAcceptable
-from provkg.api.openapi import _error, error_responses
+from provkg.api.openapi import ONTOLOGY_NOT_ACCEPTABLE, error_responses
 from provkg.api.render import negotiate
 from provkg.errors import NotFound
 from provkg.ontology import ONTOLOGY_FORMATS, ontology_name, ontology_names, ontology_text
 
 router = APIRouter(tags=["ontologies"])
-
-_NOT_ACCEPTABLE = _error("the Accept header allows none of Turtle, N-Triples, RDF/XML",
-                         "not_acceptable", "an ontology is served as text/turtle, "
-                         "application/n-triples, application/rdf+xml; the Accept header "
-                         "allows none of them")
 
 
 @router.get("/v1/ontologies", summary="Names of provkg's ontologies")
@@ -35,7 +30,7 @@ async def list_ontologies() -> list[str]:
             response_class=Response,
             responses={200: {"content": {m: {} for m in ONTOLOGY_FORMATS}},
                        **error_responses(404),
-                       406: _NOT_ACCEPTABLE})
+                       406: ONTOLOGY_NOT_ACCEPTABLE})
 async def get_ontology(name: str, request: Request) -> Response:
     if ontology_name(name) not in ontology_names():  # look up, never build a path from the request
         raise NotFound(f"unknown ontology; expected one of: {', '.join(ontology_names())}")
