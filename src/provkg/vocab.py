@@ -273,6 +273,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     # section summaries (spec `granularity: summary`)
     SectionSummary: str
     MeasureSummary: str
+    hasSectionSummary: str      # parent -> its summary (one lookup from the epoch)
     hasMeasureSummary: str
     executionCount: str
     timedCount: str             # executions with both a begin and an end (what *Seconds cover)

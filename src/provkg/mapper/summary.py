@@ -155,7 +155,9 @@ class _Section:
             out.append((s, PK.pendingParent, parent))
             return out
         facts = self.facts.values()
-        out += [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent),
+        # hasSectionSummary: queries reach the summary from the parent in one lookup, not
+        # through everything the parent generated (its models and measures as well)
+        out += [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent), (parent, PK.hasSectionSummary, s),
                 (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(len(self.facts)))]
         seconds = [f.end - f.begin for f in facts if f.begin is not None and f.end is not None]
         out.append((s, PK.timedCount, literal(len(seconds))))

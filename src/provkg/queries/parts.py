@@ -154,7 +154,8 @@ def section_summary(parent: str, var: str, *, measure: str | None = None,
     value_stats = {"minValue", "avgValue", "maxValue", "valueCount"}
     # with a measure, provkg:hasMeasureSummary says it is a summary: the type would cost one
     # more lookup per section
-    patterns = [f"{var} prov:wasGeneratedBy {parent}"]
+    # from the parent in one lookup (prov:wasGeneratedBy would also walk its models and measures)
+    patterns = [f"{parent} provkg:hasSectionSummary {var}"]
     if not measure:
         patterns.append(f"{var} a provkg:SectionSummary")
     patterns += [f"{var} provkg:{k} {v}" for k, v in stats.items() if k not in value_stats]
