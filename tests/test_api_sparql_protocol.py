@@ -141,6 +141,20 @@ def test_from_names_the_dataset(server: ApiServer) -> None:
     assert orjson.loads(sparql(server, SELECT, JSON_TYPE).content)["results"]["bindings"]
 
 
+def test_queries_see_named_graphs_without_from(tmp_path) -> None:
+    # a store without named graphs is queried without the union (cheaper); with one, the
+    # worker must still answer from every graph
+    store = OxigraphStore(tmp_path / "store")
+    store.add([(f"<{EX}s>", f"<{EX}p>", '"default"')])
+    store.add([(f"<{EX}s>", f"<{EX}p>", '"named"')], graph=f"{EX}g")
+    store.close()
+    with ApiServer(tmp_path) as srv:
+        response = sparql(srv, f"SELECT ?o WHERE {{ <{EX}s> <{EX}p> ?o }}", JSON_TYPE)
+    assert response.status_code == 200, response.text
+    got = sorted(b["o"]["value"] for b in orjson.loads(response.content)["results"]["bindings"])
+    assert got == ["default", "named"]
+
+
 def test_select_json_through_post_is_the_same(server: ApiServer) -> None:
     got = sparql(server, SELECT, JSON_TYPE, method="POST")
     direct = server.http.post("/v1/sparql", content=SELECT.encode(),

@@ -215,6 +215,8 @@ def test_update_insert_and_delete(store: Store) -> None:
 
 def test_named_graphs_and_the_union(store: Store) -> None:
     store.add([(S, P, literal(0))])
+    # no named graph yet: embedded Oxigraph skips the union then; the next query must not
+    assert sorted(_values(store)) == [0]
     store.add([(S, P, literal(1))], graph=G1)
     store.add([(S, P, literal(2))], graph=G2)
     assert store.graphs() == [G1, G2]

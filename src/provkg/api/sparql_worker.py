@@ -28,9 +28,8 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
-from provkg.store.base import has_dataset_clause
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
-from provkg.store.oxigraph_store import oxigraph_result_term
+from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
 
 __all__ = ["answer", "main"]
 
@@ -56,7 +55,7 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
     try:
         store = ox.Store.read_only(request["path"])
         text = request["query"]
-        result = store.query(text, use_default_graph_as_union=not has_dataset_clause(text))
+        result = store.query(text, use_default_graph_as_union=union_default_graph(store, text))
         if isinstance(result, ox.QueryBoolean):
             return {"kind": "ask", "boolean": bool(result)}
         if isinstance(result, ox.QuerySolutions):

@@ -4,8 +4,8 @@ Writes go through Oxigraph's N-Triples / N-Quads parser (``bulk_load`` for large
 chunks, a transactional ``load`` for small ones), which is several times faster than
 building ``Quad`` objects one by one; adding the same triples twice leaves one copy,
 as for any quad set.
-Queries run with ``use_default_graph_as_union`` so they see every graph, unless they name
-their dataset (``FROM`` / ``FROM NAMED``).
+Queries see every graph (``use_default_graph_as_union``) unless they name their dataset
+(``FROM`` / ``FROM NAMED``); see :func:`union_default_graph` for when that is free.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from provkg.store.base import (
 from provkg.store.progress import counting_reader
 from provkg.term import Triple
 
-__all__ = ["OxigraphStore", "oxigraph_result_term"]
+__all__ = ["OxigraphStore", "oxigraph_result_term", "union_default_graph"]
 
 #: triples serialized per bulk_load call: large enough to amortize the call, small
 #: enough to keep memory flat for millions of triples
@@ -197,7 +197,7 @@ class OxigraphStore(Store):
     def _query(self, query: str) -> object:
         self._check_open()
         try:
-            return self._store.query(query, use_default_graph_as_union=not has_dataset_clause(query))
+            return self._store.query(query, use_default_graph_as_union=union_default_graph(self._store, query))
         except SyntaxError as exc:
             raise syntax_error(str(exc)) from exc
         except OSError as exc:
@@ -299,3 +299,12 @@ def oxigraph_ntriples_term(term: object) -> str:
     if isinstance(term, ox.NamedNode):
         return ntriples_term("uri", term.value)
     return str(term)  # a quoted triple (RDF 1.2)
+
+
+def union_default_graph(store: ox.Store, query: str) -> bool:
+    """Whether ``query`` must run with the union of all graphs as its default graph: it names
+    no dataset and the store has named graphs. Without named graphs the union *is* the
+    default graph, and asking Oxigraph for it anyway costs a second index seek per triple
+    pattern (measured: Q5 at full scale 3.45 s with the union, 2.72 s without). Checked per
+    query (one seek), as another process may add a graph at any time."""
+    return not has_dataset_clause(query) and next(iter(store.named_graphs()), None) is not None
