@@ -314,8 +314,15 @@ def q5(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     summarised = subquery(["?training", "?epoch", "?avg_batch_seconds"],
                           [*sliced, *_summarised_epochs(schema, avgSeconds="?avg_batch_seconds")],
                           distinct=True)
-    where = [union([per_epoch], [summarised]), P.model("?training", "?model", schema),
-             P.model_evaluation("?training", "?ev", "?value", schema, name="?measure")]
+    # a training still running has batch times but no model or evaluation yet: optional, and
+    # each from the anchor again (on Oxigraph an OPTIONAL's right side runs on its own, and
+    # every evaluation of the store would be read: each batch's loss is one)
+    where = [union([per_epoch], [summarised]),
+             optional(subquery(["?training", "?model"],
+                               [*sliced, P.model("?training", "?model", schema)], distinct=True)),
+             optional(subquery(["?training", "?measure", "?value"], [
+                 *sliced, P.model_evaluation("?training", "?ev", "?value", schema, name="?measure")],
+                 distinct=True))]
     return select(["?training", "?epoch", "?avg_batch_seconds", "?model", "?measure", "?value"],
                   where, distinct=True, order_by=["STR(?training)", "?epoch", "?measure"])
 
