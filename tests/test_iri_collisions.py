@@ -107,3 +107,43 @@ def test_no_minted_iri_has_a_dot_segment():
     subjects = {s for s, _, _ in map_events(events, {})}
     assert f"<{mint_iri('task', 't/..')}>" in subjects
     assert all("/./" not in s and not s.endswith(("/.>", "/..>")) for s in subjects)
+
+
+SPROV_SPEC = """\
+workflow: stream
+phase: curation
+transformations:
+  - name: detect
+    kind: transformation
+    used:
+      - {name: threshold, role: hyperparameter}
+  - name: filter
+    kind: transformation
+    used:
+      - {name: cutoff, role: hyperparameter}
+  - name: tune
+    kind: adaptation
+    generated:
+      - {name: threshold, role: hyperparameter}
+      - {name: cutoff, role: hyperparameter}
+"""
+
+
+def test_sprov_changes_and_processes_with_slashes_stay_apart():
+    # found by black-box testing: change/T/<component> (an adaptation changing several
+    # components) met the change of an adaptation whose id is "T/<component>", and
+    # process/R/HOST/PID met the process of a run whose id is "R/HOST/PID"
+    spec = parse_spec(SPROV_SPEC)
+    events = [{"type": "workflow", "event": "begin", "id": "lab", "time": T0, "workflow": "stream"},
+              {"type": "workflow", "event": "begin", "id": "lab/n1/7", "time": T0, "workflow": "stream",
+               "environment": {"host": "gw", "pid": 1}}]
+    both = [{"name": "threshold", "value": 6.0}, {"name": "cutoff", "value": 0.5}]
+    for tid, generated in (("tune", both), ("tune/detect", [{"name": "threshold", "value": 7.0}])):
+        for e in _task(tid, "tune", generated, run="lab"):
+            events.append({**e, "environment": {"host": "n1", "pid": 7}})
+    triples = list(map_events(events, {"stream": spec}, schema="sprov"))
+    changes = {s for s, p, o in triples if o.endswith("#Change>")}
+    assert len(changes) == 3, changes
+    labels = _subjects_with(triples, "#label")
+    processes = {s: o for s, o in labels.items() if "/process/" in s}
+    assert len(processes) == 2 and all(len(o) == 1 for o in processes.values()), processes

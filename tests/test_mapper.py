@@ -279,7 +279,7 @@ def test_sprov_maps_runs_components_invocations_and_changes() -> None:
     trainer = T("instance", "run-1", "training")
     new_lr = T("value", "run-1/training-0/adapt-0/learning_rate")
     assert new_lr in objects(g, trainer, SPROV.wasChangedWith)
-    change = T("change", "run-1/training-0/adapt-0")
+    change = iri(mint_iri("change", "run-1/training-0/adapt-0", composite=True))
     assert change in objects(g, trainer, SPROV.qualifiedChange)
     assert objects(g, change, PROV.entity) == {new_lr}
     assert types_of(set(map_spec(spec, schema="sprov")), T("spec", WORKFLOW, "epoch")) == {sp("Component")}

@@ -247,7 +247,10 @@ def _split_events() -> list[dict]:
                   generated=[{"name": "learning_rate", "value": 0.05},
                              {"name": "threshold", "value": 0.7}]),
             *task("a2", "adaptation", T0 + 20, T0 + 21, parent="tr",
-                  generated=[{"name": "threshold", "value": 0.9}])]
+                  generated=[{"name": "threshold", "value": 0.9}]),
+            # found by black-box testing: a new value by reference only was no change in s2
+            *task("a3", "adaptation", T0 + 30, T0 + 31, parent="tr",
+                  generated=[{"name": "threshold", "location": "file:///cfg/threshold-v2.json"}])]
 
 
 @pytest.mark.parametrize("spec_first", [True, False])
@@ -266,4 +269,18 @@ def test_s2_puts_each_adapted_value_on_the_component_that_uses_it(embedded_store
     rows = run_query(embedded_store, "s2", {"workflow": "s2b"}, schema="sprov").rows
     got = sorted((r[0].rsplit("/", 1)[-1], r[1].split("/change/", 1)[1], r[2]) for r in rows)
     assert got == [("step", "a1/step", "threshold=0.7"), ("step", "a2", "threshold=0.9"),
+                   ("step", "a3", "threshold=" + mint_iri("value", "file:///cfg/threshold-v2.json")),
                    ("training", "a1/training", "learning_rate=0.05")]
+
+
+def test_without_a_spec_or_a_host_the_graph_still_says_what_it_is():
+    # found by black-box testing: the warning said "stored as plain PROVLake" for S-PROV
+    # triples, and an instance without a host sat at a process of no type
+    from provkg.mapper import MapState, finish, map_batch
+
+    st = MapState({}, schema="sprov")
+    out = [*map_batch(_split_events(), st), *finish(st)]
+    assert st.warnings() == ["workflow 's2b' has no spec: 9 events stored with generic S-PROV terms"]
+    located = {o for s, p, o in out if p == "<http://www.w3.org/ns/prov#atLocation>"}
+    typed = {s for s, p, o in out if o.endswith("#SystemProcess>")}
+    assert located and located <= typed

@@ -131,7 +131,7 @@ def datetime_literal(seconds: float) -> str:
     return f'"{dt.strftime("%Y-%m-%dT%H:%M:%S.%f")}Z"^^<{XSD.dateTime}>'
 
 
-def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE) -> str:
+def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE, composite: bool = False) -> str:
     """The IRI (without angle brackets) of an instance: ``{base}{kind}/{part}/...``.
 
     Each part is percent-encoded so any client-chosen id gives a valid IRI and
@@ -152,8 +152,15 @@ def mint_iri(kind: str, *parts: str, base: str = DEFAULT_BASE) -> str:
 
     >>> mint_iri("value", "run-9/.."), mint_iri("spec", "w", ".")
     ('https://w3id.org/provkg/id/value/run-9/%2E%2E', 'https://w3id.org/provkg/id/spec/w/%2E')
+
+    ``composite``: a kind minted from a varying number of parts (a process from its run, or
+    from its run, host and pid) encodes '/' in a single part too, so ``("a/b",)`` and
+    ``("a", "b")`` stay two IRIs.
+
+    >>> mint_iri("change", "t/x", composite=True), mint_iri("change", "t", "x")
+    ('https://w3id.org/provkg/id/change/t%2Fx', 'https://w3id.org/provkg/id/change/t/x')
     """
-    if len(parts) == 1 and kind != "spec":
+    if len(parts) == 1 and kind != "spec" and not composite:
         path = quote(parts[0], safe=_SAFE_ID_CHARS)
         if path[:1] == "." or "/." in path:
             path = "/".join(map(_no_dots, path.split("/")))

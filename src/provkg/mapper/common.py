@@ -66,7 +66,9 @@ class Minter:
         return "<" + mint_iri("spec", *parts, base=self.base) + ">"
 
     def other(self, kind: str, *parts: str) -> str:
-        return "<" + mint_iri(kind, *parts, base=self.base) + ">"
+        """Kinds minted from one part or several (``process/R`` and ``process/R/HOST/PID``):
+        every part encodes '/', so a run id with '/' never meets a longer form."""
+        return "<" + mint_iri(kind, *parts, base=self.base, composite=True) + ">"
 
 
 @dataclass(slots=True)
@@ -218,12 +220,14 @@ class MapState:
 
     def warnings(self) -> list[str]:
         """Unknown names seen so far, one sentence each (what was stored and how)."""
-        out = [f"workflow {w!r} has no spec: {n} events stored as plain PROVLake"
+        # S-PROV has no typed classes to fall back from: there the names keep generic terms
+        plain = "with generic S-PROV terms" if self.schema == "sprov" else "as plain PROVLake"
+        out = [f"workflow {w!r} has no spec: {n} events stored {plain}"
                for w, n in sorted(self.no_spec.items())]
-        out += [f"transformation {t!r} is not in the spec of {w!r}: {n} events stored as plain PROVLake"
+        out += [f"transformation {t!r} is not in the spec of {w!r}: {n} events stored {plain}"
                 for (w, t), n in sorted(self.unknown_transformations.items())]
         out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}: "
-                f"{n} values stored as plain PROVLake"
+                f"{n} values stored {plain}"
                 for (w, t, a), n in sorted(self.unknown_attributes.items())]
         out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}, whose executions are kept "
                 f"only as summaries of their declared measures: {n} values not stored"

@@ -106,9 +106,10 @@ def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
         inst = st.mint.other("instance", run_id, tr, host, pid)
         proc = st.mint.other("process", run_id, host, pid)
         out += [(proc, A, SP.SystemProcess), (proc, LABEL, literal(f"{host}:{pid}"))]
-    else:
+    else:  # the run's process (labelled by the workflow event when it names a host)
         inst = st.mint.other("instance", run_id, tr)
         proc = st.mint.other("process", run_id)
+        out.append((proc, A, SP.SystemProcess))
     out += [(inst, A, SP.ComponentInstance), (inst, P.actedOnBehalfOf, component),
             (inst, P.atLocation, proc), (st.mint.run(run_id), P.wasAssociatedWith, inst)]
     return inst
