@@ -196,3 +196,18 @@ def test_a_thread_close_gave_up_on_leaves_the_spool_to_the_caller(tmp_path):
              for e in read_segment(seg)]
     assert after == at_exit
     assert len(sink.received) <= 1000  # at most the one batch it held
+
+
+@pytest.mark.parametrize("run_id", ["訓練実験" * 22 + "-1", "ü" * 200, "é/" * 300])
+def test_a_long_non_ascii_run_id_is_still_spooled(tmp_path, run_id):
+    # found by black-box testing: the spool folder was cut at 200 characters, not bytes,
+    # so 90 CJK characters made a name the file system refused and every event was lost
+    sink = ExplodingSink()
+    with capture.workflow("long-id", sink=sink, run_id=run_id, spool=tmp_path / "spool",
+                          flush_timeout=1) as wf:
+        with wf.task("step") as task:
+            task.generate(x=1)
+    events = [e for seg in spool_segments(tmp_path / "spool") for e in read_segment(seg)]
+    assert len(events) == 4 and {e["id"] for e in events if e["type"] == "workflow"} == {run_id}
+    folders = [p.name for p in (tmp_path / "spool").iterdir() if p.is_dir()]
+    assert all(len(f.encode()) <= 255 for f in folders)

@@ -34,6 +34,7 @@ not own the run, only its own open tasks are ended.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import itertools
 import numbers
 import os
@@ -731,7 +732,11 @@ def _same(a: Any, b: Any) -> bool:
 def _safe_dirname(run_id: str) -> str:
     """The run's spool folder: one plain name inside the spool (not ``.``, ``..`` nor
     ``rejected``, where replay would never look)."""
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:200]
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    encoded = name.encode("utf-8", "replace")
+    if len(encoded) > 200:  # file systems cap a name at 255 *bytes*: é is 2, 訓 is 3
+        digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = encoded[:180].decode("utf-8", "ignore") + "-" + digest  # distinct ids, distinct folders
     return f"run_{name}" if not name.strip(".") or name == "rejected" else name
 
 
