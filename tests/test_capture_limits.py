@@ -257,3 +257,25 @@ def test_mqtt_batches_hold_only_values_the_listener_accepts(tmp_path: Path) -> N
             assert subscriber.invalid == []
         finally:
             subscriber.close()
+
+
+def test_an_oversized_string_is_left_out_and_its_event_kept(tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    # found by black-box testing: a 24 MB string made the server refuse the batch (413) and
+    # the whole begin event (start time, other hyperparameters) went to rejected/
+    out = tmp_path / "out"
+    big = "x" * (client.MAX_STRING + 1)
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("big-string", sink=f"file:{out}", spool=tmp_path / "sp") as wf:
+            wf.use(config_dump=big, seed=7)
+            with wf.task("fit", used={"config_dump": big, "learning_rate": 0.1,
+                                      "note": "y" * client.MAX_STRING}) as t:
+                t.generate(listed=["a", big])
+    events = _file_events(out)
+    assert len(events) == 4
+    by_key = {(e.id, e.event): e for e in events}
+    used = {v.name: v.value for v in by_key[(t.id, "begin")].used}
+    assert used == {"learning_rate": 0.1, "note": "y" * client.MAX_STRING}
+    assert {v.name: v.value for e in ("begin", "end") for v in by_key[(wf.id, e)].used} == {"seed": 7}
+    assert [v.name for v in by_key[(t.id, "end")].generated] == []
+    assert "'config_dump' not captured: a string of 1,000,001 characters" in caplog.text

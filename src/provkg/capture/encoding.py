@@ -23,7 +23,7 @@ import orjson
 from orjson import Fragment
 
 from provkg.capture.report import report_once
-from provkg.capture.values import expand_values, fit_wire_values, valid_names
+from provkg.capture.values import MAX_STRING, expand_values, fit_wire_values, valid_names
 
 __all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "loads_exact",
            "values_json"]
@@ -106,7 +106,9 @@ def values_json(values: dict[str, Any] | list[dict[str, Any]]) -> bytes:
         # With ':' and ',' marked as \0 and \1, a value that begins with 'n' is null (None,
         # NaN or inf: the dict path writes NaN and inf as strings) and one that begins with '['
         # a list (which may hold a NaN): both are left to the dict path.
-        if body.find(b"\0n") < 0 and body.find(b"\0[") < 0:
+        # (a body longer than MAX_STRING may hold a string too long to send: the dict path
+        # leaves such a value out)
+        if len(body) <= MAX_STRING and body.find(b"\0n") < 0 and body.find(b"\0[") < 0:
             out = body.replace(b"\1", b'},{"name":').replace(b"\0", b',"value":')
             # '"a":1,"b":"x"' has one ':' per value and one ',' between values, unless a name or
             # a value holds some (a ref, "a,b" ...): each of those would lengthen the result

@@ -30,7 +30,7 @@ from provkg.capture.report import report_once
 from provkg.term import is_valid_iri
 
 __all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
-           "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_ID", "MAX_URI",
+           "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI",
            "MAX_INT_DIGITS"]
 
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
@@ -46,6 +46,9 @@ MAX_NAME = 256
 MAX_ID = 1024
 #: longest location or domain URI (provkg.events ``Uri``)
 MAX_URI = 4096
+#: longest string value: a batch carrying a longer one may pass the server's request limit
+#: (16 MiB by default), and then the whole event is refused, not the one value
+MAX_STRING = 1_000_000
 #: most digits of an integer value or index (provkg.events.load_json refuses longer ones)
 MAX_INT_DIGITS = 4000
 #: integers ``-_INT_BOUND < n < _INT_BOUND`` have at most MAX_INT_DIGITS digits
@@ -415,6 +418,13 @@ def _fit(value: Any, name: str) -> Any:
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     if kind is int:
         return value if -_INT_BOUND < value < _INT_BOUND else _int_text(value, name)
+    if kind is str:
+        if len(value) <= MAX_STRING:
+            return value
+        report_once(("string-too-long", name), f"value {name!r} not captured: a string of "
+                    f"{len(value):,} characters (limit {MAX_STRING:,}): write it to a file or "
+                    "store and capture it with capture.ref(uri)")
+        return _LEFT_OUT
     if kind is list:
         try:
             return _fit_list(value, name)
@@ -430,7 +440,7 @@ class _Unfit(Exception):
 def _fit_list(items: list[Any], name: str) -> list[Any]:
     if all(type(x) is not float or math.isfinite(x) for x in items) and not any(
             type(x) is list or (type(x) is int and not -_INT_BOUND < x < _INT_BOUND)
-            for x in items):
+            or (type(x) is str and len(x) > MAX_STRING) for x in items):
         return items
     out = []
     for x in items:
@@ -515,13 +525,18 @@ def _plain_and_finite(values: Mapping[str, Any]) -> bool:
         return False
     kinds = set(map(type, values.values()))
     if kinds <= _SCALARS_NO_FLOAT:
-        return int not in kinds or _ints_fit(values)
+        return (int not in kinds or _ints_fit(values)) and (str not in kinds or _strings_fit(values))
     if kinds <= _NUMBERS:
         try:
             return math.isfinite(sum(values.values())) and _ints_fit(values)
         except OverflowError:  # huge ints: let the careful path look at each value
             return False
     return False
+
+
+def _strings_fit(values: Mapping[str, Any]) -> bool:
+    """No string of ``values`` is longer than ``MAX_STRING``."""
+    return all(len(v) <= MAX_STRING for v in values.values() if type(v) is str)
 
 
 def _ints_fit(values: Mapping[str, Any]) -> bool:
