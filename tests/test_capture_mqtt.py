@@ -108,3 +108,24 @@ def test_unreachable_broker_spools_without_blocking(tmp_path):
     lines = sum(len(p.read_text().splitlines()) for p in spool_segments(spool))
     assert lines == 2 + 2 * 1000
     assert wf.status == "finished"
+
+
+def test_a_broker_that_refuses_the_client_is_named_and_the_password_is_not(tmp_path, caplog):
+    # found by black-box testing: "Not authorized" was reported as "not reachable", and the
+    # sink URL's password was printed in clear in the warnings
+    import logging
+
+    with MosquittoBroker(tmp_path / "broker", anonymous=False) as secured:
+        url = f"mqtt://alice:s3cr3t@127.0.0.1:{secured.port}/prov"
+        with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+            with capture.workflow("refused", sink=url, spool=tmp_path / "spool",
+                                  flush_timeout=2.0) as wf:
+                wf.task("step").end()
+    assert "refused the connection" in caplog.text and "not reachable" not in caplog.text
+    assert "s3cr3t" not in caplog.text
+    assert sum(len(p.read_text().splitlines()) for p in spool_segments(tmp_path / "spool")) == 4
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("bad-url", sink="http://bob:hunter2@127.0.0.1:notaport",
+                              spool=tmp_path / "spool2", flush_timeout=1.0) as wf:
+            wf.task("step").end()
+    assert "hunter2" not in caplog.text and "bob:***@" in caplog.text

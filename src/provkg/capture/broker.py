@@ -44,10 +44,13 @@ class MosquittoBroker:
     Args:
         directory: for the config, the persistence file and the log.
         port: default: a free port, kept across ``stop()`` / ``start()``.
+        anonymous: accept clients without a user (False: refuse them, as a secured broker does).
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, port: int | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, port: int | None = None,
+                 anonymous: bool = True) -> None:
         self.directory = Path(directory)
+        self.anonymous = anonymous
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self._process: subprocess.Popen[bytes] | None = None
@@ -70,7 +73,7 @@ class MosquittoBroker:
         config = self.directory / "mosquitto.conf"
         lines = [
             f"listener {self.port} {self.host}",
-            "allow_anonymous true",
+            f"allow_anonymous {'true' if self.anonymous else 'false'}",
             "persistence true",
             f"persistence_location {self.directory}/",
             "max_queued_messages 100000",

@@ -413,7 +413,8 @@ class Emitter:
     def _failed(self, exc: BaseException) -> None:
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._retry_at = time.monotonic() + self._backoff
-        report_once(("sink-down", type(self.sink), type(exc)), f"the sink {type(self.sink).__name__} "
+        # once per run and kind of failure: a notebook running many workflows hears of each
+        report_once(("sink-down", self.spool.directory, type(exc)), f"the sink {type(self.sink).__name__} "
                     f"did not take a batch ({exc!r}); spooling to {self.spool.directory} and retrying")
 
     def _rejected(self, lines: list[bytes], exc: Exception) -> None:

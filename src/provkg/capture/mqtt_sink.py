@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from provkg.capture.encoding import envelope
 from provkg.capture.http_sink import compress, encode_batch
+from provkg.capture.report import shown_url
 
 __all__ = ["MqttSink", "run_topic"]
 
@@ -61,6 +62,8 @@ class MqttSink:
         self.bytes_sent = 0
         self._client_id, self._username, self._password = client_id, username, password
         self._connected = threading.Event()
+        self._refused: str | None = None  # the broker's answer when it refused the connection
+        self._answered = threading.Event()  # set on the broker's answer, yes or no
         self._client: Any = None
         self._start_lock = threading.Lock()
         if _connect:
@@ -110,7 +113,7 @@ class MqttSink:
         """``mqtt://[user:password@]HOST:PORT/PREFIX[?compression=gzip]``."""
         parts = urlsplit(url)
         if parts.scheme != "mqtt" or not parts.hostname:
-            raise ValueError(f"MQTT sink URL {url!r} must look like mqtt://HOST:PORT/TOPIC")
+            raise ValueError(f"MQTT sink URL {shown_url(url)!r} must look like mqtt://HOST:PORT/TOPIC")
         options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         compression = options.get("compression")
         return cls(parts.hostname, parts.port or 1883, unquote(parts.path.strip("/")) or "provkg",
@@ -132,7 +135,12 @@ class MqttSink:
     def _publish(self, payloads: list[tuple[str, bytes]]) -> None:
         if self._client is None:
             self._start()
-        if not self._connected.wait(self.timeout):
+        if not self._connected.is_set():  # a refusal needs no waiting for the full timeout
+            self._answered.wait(self.timeout)
+        if not self._connected.is_set():
+            if self._refused is not None:  # reachable, and it said no: say what it said
+                raise ConnectionError(f"MQTT broker {self.host}:{self.port} refused the connection: "
+                                      f"{self._refused} (check the user and password in the sink URL)")
             raise ConnectionError(f"MQTT broker {self.host}:{self.port} is not reachable")
         messages = []
         for run, payload in payloads:
@@ -159,7 +167,11 @@ class MqttSink:
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
         if not getattr(reason, "is_failure", False):
+            self._refused = None
             self._connected.set()
+        else:
+            self._refused = str(reason)
+        self._answered.set()
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
         self._connected.clear()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Hashable
 
-__all__ = ["logger", "report_once", "reported_causes"]
+__all__ = ["logger", "report_once", "reported_causes", "shown_url"]
 
 logger = logging.getLogger("provkg.capture")
 
@@ -46,3 +47,17 @@ def reported_causes() -> frozenset[Hashable]:
     """The causes logged so far (for tests and diagnostics)."""
     with _lock:
         return frozenset(_seen)
+
+
+_USERINFO = re.compile(r"(//[^/@\s:]*):[^/@\s]*@")
+_SECRET_OPTION = re.compile(r"((?:password|passwd|token|secret|key)=)[^&#\s]*", re.IGNORECASE)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages show it: a password in ``user:password@`` or in a ``password=`` /
+    ``token=`` option masked (job logs keep warnings; the store side does the same).
+
+    >>> shown_url("mqtt://alice:s3cr3t@broker:1883/pk?token=abc&x=1")
+    'mqtt://alice:***@broker:1883/pk?token=***&x=1'
+    """
+    return _SECRET_OPTION.sub(r"\1***", _USERINFO.sub(r"\1:***@", url))

@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 from provkg.capture import emitter as _emitter_module
 from provkg.capture.emitter import Emitter
 from provkg.capture.environment import capture_environment, default_agent
-from provkg.capture.report import report_once
+from provkg.capture.report import report_once, shown_url
 from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
 from provkg.capture.values import _INT_BOUND as _INDEX_BOUND
@@ -173,10 +173,11 @@ class Workflow:
         try:
             opened: Sink = open_sink(sink)
         except Exception as exc:
-            shown = repr(sink[:200]) if isinstance(sink, str) else type(sink).__name__
-            report_once(("sink-open", shown[:80]), f"cannot open the sink {shown}: {exc}; "
+            shown = repr(shown_url(sink[:200])) if isinstance(sink, str) else type(sink).__name__
+            reason = shown_url(str(exc)) if isinstance(sink, str) else exc
+            report_once(("sink-open", shown[:80]), f"cannot open the sink {shown}: {reason}; "
                         "events are spooled for `provkg replay`")
-            opened = UnavailableSink(f"sink {sink!r} could not be opened: {exc}")
+            opened = UnavailableSink(f"sink {shown} could not be opened: {reason}")
         default_root = os.environ.get("PROVKG_SPOOL", DEFAULT_SPOOL)
         try:
             root = Path(spool if spool is not None else default_root)
