@@ -670,3 +670,14 @@ def test_q1_and_q6_read_basin_and_field_wherever_the_kg_states_them(store):
         assert [(r[2], r[3]) for r in q1] == [(basin, field)], f
         q6 = run_query(store, "q6", {"dataset": f"ds-{f}"}).rows
         assert [(r[2], r[3]) for r in q6] == [(basin, field)], f
+
+
+def test_a_quoted_scalar_parameter_is_text():
+    # found by black-box testing: value="1e-3" (the documented JSON-string form) kept its
+    # quotes, so a hyperparameter recorded as the text argparse gave could not be found
+    from provkg.queries.params import _as_scalar
+
+    assert _as_scalar('"1e-3"') == "1e-3" and _as_scalar("1e-3") == 0.001
+    assert _as_scalar('"32"') == "32" and _as_scalar("32") == 32 and _as_scalar('"') == '"'
+    text = render_query("d7", {"workflow": "w", "hyperparameter": "lr", "value": '"1e-3"'})
+    assert '"1e-3"' in text and '"\\"1e-3\\""' not in text

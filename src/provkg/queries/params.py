@@ -141,12 +141,14 @@ def _as_scalar(raw: object) -> object:
     text = _as_str(raw).strip()
     if text.lower() in ("true", "false"):  # (also Python's True / False)
         return text.lower() == "true"
-    if text[:1] in ("[", "{"):
+    if text[:1] in ("[", "{") or (len(text) > 1 and text[0] == text[-1] == '"'):
         try:
             value = json.loads(text)
         except ValueError:
             return _as_str(raw)
-        if isinstance(value, (list, dict)):
+        # a quoted JSON string ("1e-3") is text, compared as text: how to find a
+        # hyperparameter recorded as the string argparse gave, not as a number
+        if isinstance(value, (list, dict, str)):
             return value
     for convert in (int, float):
         try:
