@@ -175,3 +175,4 @@ class MqttSink:
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
         self._connected.clear()
+        self._answered.clear()  # a lost broker: wait for the reconnect's answer again
