@@ -16,7 +16,7 @@ from provkg.cli import main
 from provkg.errors import BadEvent, BadParameter, NotFound
 from provkg.service.ingest import check_links, ingest_events, ingest_paths, link_value
 from provkg.store import Store, open_store
-from provkg.vocab import PREFIXES
+from provkg.vocab import DEFAULT_BASE, PREFIXES
 
 PREFIX = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
 
@@ -293,3 +293,20 @@ def test_a_truncated_zst_file_is_an_error_like_a_truncated_gz(tmp_path: Path, cu
     assert f"\nerror: {gz}: " in "\n" + capsys.readouterr().err
     path.write_bytes(whole)  # the same file whole: fine
     assert main(["ingest", str(path), "--store", "memory:"]) == 0
+
+
+def test_link_accepts_the_value_iri_a_query_printed(tmp_path: Path, capsys) -> None:
+    # queries print value IRIs; `provkg link` took only ids and locations (black-box finding)
+    (tmp_path / "ev.jsonl").write_bytes(_jsonl(lifecycle_events(trainings=1)))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC_YAML)
+    db = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(tmp_path / "ev.jsonl"), "--spec", str(spec), "--store", db]) == 0
+    value = f"{DEFAULT_BASE}value/model-0"
+    assert main(["link", value, "https://example.org/kg/well-9", "--store", db]) == 0
+    assert "linked model-0 -> https://example.org/kg/well-9" in capsys.readouterr().out
+    with open_store(db) as store:
+        assert store.ask(PREFIX + f"ASK {{ <{value}> provlake:denotes <https://example.org/kg/well-9> }}")
+    # an IRI that is no captured value (here the spec's attribute) is still refused
+    assert main(["link", "https://example.org/kg/well-9", "https://example.org/kg/x", "--store", db]) == 1
+    assert "no captured value" in capsys.readouterr().err

@@ -148,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
             "examples:\n  provkg link file:///lake/f3.sgy https://example.org/kg/f3-segy\n"
             "  provkg link cur-A https://example.org/kg/A-segy --agent geo-team")
     _store_arg(p)
-    p.add_argument("value_id", metavar="VALUE_ID", help="captured value id or location URI")
+    p.add_argument("value_id", metavar="VALUE_ID",
+                   help="captured value id, its IRI (as queries print it) or location URI")
     p.add_argument("target", metavar="IRI", help="domain-KG resource the value denotes")
     p.add_argument("--agent", default=None, help="who asserts the link (default: $USER)")
     p.set_defaults(handler=_cmd_link)

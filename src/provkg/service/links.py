@@ -64,7 +64,8 @@ def _link(store: Store, values: list[str], value_id: str, target: str, *, agent:
 
 def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> list[str]:
     """The terms of every value captured at this location URI, sorted, or else the term of
-    the captured value with this id.
+    the captured value with this id, or else the value itself when ``value_id`` is the IRI
+    of a captured value (as queries print it).
 
     Raises:
         NotFound: none."""
@@ -74,7 +75,16 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
     value = iri(mint_iri("value", value_id, base=base))
     if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
         return [value]
-    raise NotFound(f"no captured value with id or location {value_id!r} in the store")
+    if is_valid_iri(value_id) and _is_captured_value(store, iri(value_id)):
+        return [iri(value_id)]
+    raise NotFound(f"no captured value with id, IRI or location {value_id!r} in the store")
+
+
+def _is_captured_value(store: Store, term: str) -> bool:
+    """Whether ``term`` is a value a task used or generated (not, say, a domain-KG resource:
+    linking one of those to another would be a mistake, not provenance)."""
+    return store.ask(f"ASK {{ {{ ?task {P.used} {term} }} UNION {{ {term} {P.wasGeneratedBy} ?task }} "
+                     f"FILTER NOT EXISTS {{ {term} {A} {PK.SectionSummary} }} }}")
 
 
 def values_at_location(store: Store, location: str) -> list[str]:
