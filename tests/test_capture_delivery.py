@@ -190,6 +190,7 @@ def test_a_full_disk_under_the_file_sink_leaves_no_torn_line_and_loses_nothing(t
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "File too large" in run.stderr  # the sink did meet the limit
+    assert f"(file:{out})" in run.stderr  # and the warning says where (EFBIG names no file)
     events = [e for path in sorted(out.glob("*.jsonl"))  # each line read as ingest reads it
               for e in parse_events_jsonl(path.read_text().splitlines(), source=str(path))]
     keys = {(e.id, e.event) for e in events}
