@@ -143,3 +143,43 @@ def test_load_shows_progress_for_large_files(tmp_path: Path, monkeypatch: pytest
         report = loading.load_files(store, [data], progress=True)
     assert report.triples == 2000
     assert "big.nt" in capsys.readouterr().err  # the bar's label
+
+
+def test_load_compacts_the_store_after_a_large_bulk_load(tmp_path: Path, capsys) -> None:
+    data = tmp_path / "big.nt"
+    data.write_text("".join(f"<http://example.org/s{i}> <http://example.org/p> \"{i}\" .\n"
+                            for i in range(30_000)))
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(data), "--store", url]) == 0
+    assert "compacted the store's files for queries in" in capsys.readouterr().err
+    assert main(["load", str(data), "--store", url]) == 0  # loaded before: nothing new
+    assert "compacted" not in capsys.readouterr().err
+    with open_store(url) as store:
+        assert store.count() == 30_000
+
+
+def test_ingest_compacts_the_store_after_a_large_bulk_load(tmp_path: Path, capsys) -> None:
+    import orjson
+
+    from provkg.bench import synthetic
+
+    shape = synthetic.shape_for_scale(1 / 300)  # one epoch: ~34,000 triples
+    events = tmp_path / "events.jsonl"
+    with events.open("wb") as out:
+        for group in synthetic.iter_event_groups(shape):
+            out.write(b"".join(orjson.dumps(e) + b"\n" for e in group.events))
+    specs = []
+    for name, text in synthetic.spec_texts(shape).items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+        specs += ["--spec", str(tmp_path / f"{name}.yaml")]
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(events), *specs, "--store", url]) == 0
+    assert "compacted the store's files for queries in" in capsys.readouterr().err
+    with open_store(url) as store:
+        count = store.count()
+        assert count > 20_000
+    # again: nothing new, but the bulk loads wrote (duplicate) table files all the same
+    assert main(["ingest", str(events), *specs, "--store", url]) == 0
+    assert "compacted the store's files" in capsys.readouterr().err
+    with open_store(url) as store:
+        assert store.count() == count

@@ -55,6 +55,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             f"{doc['paper_triples']:,}), {d['events']:,} events, mapped in {d['map_seconds']:.1f} s"
             + (f", bulk-loaded into embedded Oxigraph in {d['load_seconds']:.1f} s"
                if d.get("load_seconds") else "")
+            + (f" and compacted in {d['compact_seconds']:.1f} s" if d.get("compact_seconds") else "")
             + (f" (worker peak RSS {_gib(d['peak_rss'])})" if d.get("peak_rss") else ""))
     add(f"- pipeline (events → triples → both datasets → loaded into embedded Oxigraph on disk, "
         f"two processes): **{doc['pipeline_s']:.1f} s**\n")

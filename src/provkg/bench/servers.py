@@ -112,7 +112,7 @@ def open_stores(name: str, datasets: dict[str, Path], work: Path, *,
                 if not oxigraph_dirs:
                     raise StoreError("oxigraph: the pipeline did not load the on-disk stores")
                 run.load_seconds.update(pipeline_load or {})
-                run.load_note = "pyoxigraph bulk_load, inside the pipeline"
+                run.load_note = "pyoxigraph bulk_load, then optimize (compaction), inside the pipeline"
                 _start_workers(run, {s: f"oxigraph:{d}" for s, d in oxigraph_dirs.items()}, {})
             elif name in ("memory", "rdflib"):
                 run.load_note = "Store.load_file (" + ("pyoxigraph bulk_load" if name == "memory"

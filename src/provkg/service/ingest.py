@@ -41,6 +41,7 @@ from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, PML, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
+from provkg.service.loading import compact_after_load
 from provkg.spec import Spec, load_spec, parse_spec
 from provkg.store import Store, open_store
 from provkg.term import Triple, id_from_iri, iri, literal, mint_iri
@@ -817,8 +818,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         except BadEvent as exc:  # what was stored is reported too, then the error
             stored = getattr(exc, "report", None)
             if stored is not None:
+                compact_after_load(store)
                 _print_report(stored)
             raise
+        compact_after_load(store)
     _print_report(report)
     return 0
 

@@ -193,6 +193,13 @@ class Store(ABC):
     def clear(self, *, graph: str | None = None) -> None:
         """Remove every triple of ``graph``, or of the whole store when None."""
 
+    def compact(self, *, force: bool = False) -> float | None:
+        """Reorganize the store's files for reading after large bulk loads; the seconds it
+        took, or None when there was nothing worth doing (a store that needs no such step,
+        or little was bulk-loaded since it was opened). Commands that bulk-load (``ingest``,
+        ``load``) call it at the end; ``force`` compacts whatever was loaded."""
+        return None
+
     def close(self) -> None:
         """Release files, locks and connections. Closing twice is harmless."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import gzip
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,16 @@ CHUNK = 200_000
 #: transaction), while a transaction costs more per triple (it reads each key before
 #: writing it): the two break even at about 5,000 triples
 BULK_MIN = 5_000
+#: ``compact`` rewrites the store's files when bulk loads since it was opened added at
+#: least this share of the store (or ``COMPACT_TRIPLES``). Each bulk load ingests new table
+#: files that overlap all the others, and every lookup then searches each of them; a short
+#: CLI process exits before RocksDB's background compaction merges them. Measured on this
+#: 2-core machine: 3M triples ingested in 15 chunks, Q5 1.68 -> 0.61 s and Q7 4.6 -> 1.4 s
+#: after a 6.6 s compaction; 10M bulk-loaded from one file, Q5 13 -> 1.6 s, compaction 19 s.
+#: Compaction costs about 2 s per million triples of the whole store, so a small load into
+#: a big store leaves it to RocksDB.
+COMPACT_SHARE = 0.1
+COMPACT_TRIPLES = 1_000_000
 
 _FORMATS = {
     "turtle": ox.RdfFormat.TURTLE,
@@ -73,6 +84,8 @@ class OxigraphStore(Store):
     #: two bulk loads into one store run side by side (pyoxigraph releases the GIL and each
     #: writes its own table files): 1M triples on disk in 4.6 s instead of 9.9 s on 2 cores
     parallel_adds = 2
+    #: triples bulk-loaded since the store was opened or last compacted (see ``compact``)
+    _bulk_loaded = 0
 
     def __init__(self, directory: str | Path | None, *, url: str | None = None,
                  read_only: bool = False):
@@ -107,8 +120,11 @@ class OxigraphStore(Store):
         it = iter(triples)
         while chunk := list(itertools.islice(it, CHUNK)):
             data, n = ntriples_bytes(chunk, graph)
-            load = self._store.bulk_load if n >= BULK_MIN else self._store.load
+            bulk = n >= BULK_MIN
+            load = self._store.bulk_load if bulk else self._store.load
             self._write(functools.partial(load, input=data, format=fmt, lenient=trusted))
+            if bulk:
+                self._bulk_loaded += n
             total += n
         return total
 
@@ -123,6 +139,7 @@ class OxigraphStore(Store):
             self._write(lambda: self._store.bulk_load(
                 path=str(path), format=_FORMATS[fmt], base_iri=base, to_graph=to_graph),
                 what=str(path))
+            self._bulk_loaded += len(self._store) - before
             return len(self._store) - before
         with path.open("rb") as raw:
             stream = counting_reader(raw, progress)
@@ -131,7 +148,22 @@ class OxigraphStore(Store):
                 input=source, format=_FORMATS[fmt], base_iri=base, to_graph=to_graph),
                 what=str(path))
         # duplicates in the file (or already stored) are not counted twice
+        self._bulk_loaded += len(self._store) - before
         return len(self._store) - before
+
+    def compact(self, *, force: bool = False) -> float | None:
+        """See :meth:`Store.compact`: Oxigraph's ``optimize`` (a full RocksDB compaction) of a
+        store on disk, when bulk loads since it was opened (or the last compaction) added
+        ``COMPACT_SHARE`` of its triples or ``COMPACT_TRIPLES``."""
+        self._check_open()
+        loaded, self._bulk_loaded = self._bulk_loaded, 0
+        if self.directory is None or self.snapshot or not loaded and not force:
+            return None
+        if not force and loaded < COMPACT_TRIPLES and loaded < COMPACT_SHARE * len(self._store):
+            return None
+        start = time.perf_counter()
+        self._write(self._store.optimize, what="the compacted files")
+        return time.perf_counter() - start
 
     def update(self, sparql: str) -> None:
         self._write(lambda: self._store.update(sparql), what="SPARQL update")
