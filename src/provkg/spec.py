@@ -286,7 +286,7 @@ def _parse_checked(text: str, source: str) -> Spec:
     except ValidationError as exc:
         for err in exc.errors(include_input=False, include_url=False):
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
-            report.add(loc, _pydantic_message(err))
+            report.add(loc, _pydantic_message(err, loc))
         _check_raw(data, report)
         _raise(report.problems)
     _check(spec, report)
@@ -295,15 +295,35 @@ def _parse_checked(text: str, source: str) -> Spec:
     return spec
 
 
-def _pydantic_message(err: dict[str, Any]) -> str:
+def _pydantic_message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
     if err["type"] == "missing":
         return "required field is missing"
     if err["type"] == "extra_forbidden":
-        return "unknown field (see DESIGN.md section 4 for the fields of a spec)"
+        fields = _fields_at(loc[:-1])
+        return (f"unknown field; expected one of: {', '.join(fields)}" if fields
+                else "unknown field")
     if err["type"] == "string_type":  # `workflow: no`, `name: 1.10`: YAML read a bool or a number
         return (f"{err['msg']}; quote it (\"...\"): YAML reads yes, no, on, off, true, false and "
                 "numbers as such, not as names")
     return str(err["msg"])
+
+
+#: the model of each list a spec holds, by field name
+_ITEMS: dict[str, type[BaseModel]] = {"transformations": Transformation, "used": Attribute,
+                                      "generated": Attribute, "data_stores": DataStore}
+
+
+def _fields_at(path: tuple[Any, ...]) -> list[str]:
+    """The field names a spec allows at ``path`` (a pydantic error location), as written in
+    YAML (aliases); [] when the path leads nowhere known."""
+    model: type[BaseModel] = Spec
+    for part in path:
+        if isinstance(part, int):
+            continue
+        model = _ITEMS.get(part)  # type: ignore[assignment]
+        if model is None:
+            return []
+    return [f.alias or name for name, f in model.model_fields.items()]
 
 
 def _raise(problems: list[str]) -> Any:
