@@ -127,6 +127,24 @@ def test_a_query_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path, store_ur
     assert "error: standard input: not UTF-8 text" in capsys.readouterr().err
 
 
+def test_a_query_file_with_a_byte_order_mark_runs_and_syntax_errors_name_the_file(
+        tmp_path: Path, store_url: str, capsys) -> None:
+    # a BOM made the query "not a SPARQL query"; syntax errors gave no file name (black-box)
+    query = tmp_path / "bom.rq"
+    query.write_bytes("\ufeffASK { }".encode())
+    assert main(["sparql", str(query), "--format", "json", "--store", store_url]) == 0
+    assert '"boolean"' in capsys.readouterr().out
+    bad = tmp_path / "bad.rq"
+    bad.write_text("SELECT * WHERE {\n  ?s ?p\n}\n")
+    assert main(["sparql", str(bad), "--store", store_url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: SPARQL syntax error") and "line" in err
+    words = tmp_path / "words.rq"
+    words.write_text("this is not sparql")
+    assert main(["sparql", str(words), "--store", store_url]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {words}: not a SPARQL query")
+
+
 def test_sparql_json_is_valid_json_for_non_finite_doubles_and_big_integers(
         tmp_path: Path, store_url: str, capsys) -> None:
     xsd = "http://www.w3.org/2001/XMLSchema#"

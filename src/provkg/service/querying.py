@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any
 
-from provkg.errors import BadParameter
+from provkg.errors import BadParameter, QuerySyntaxError
 from provkg.mapper.terms import PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
@@ -363,14 +363,20 @@ def cmd_sparql(args: argparse.Namespace) -> int:
 
             raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not the query
     except UnicodeDecodeError as exc:
         raise BadParameter(f"{name}: not UTF-8 text (byte {exc.start}); a SPARQL query is "
                            "UTF-8 text") from None
-    query_form(text)  # refuse non-queries before opening the store
+    try:
+        query_form(text)  # refuse non-queries before opening the store
+    except BadParameter as exc:
+        raise BadParameter(f"{name}: {exc}") from None
     with open_store(args.store, existing=True, read_only=True) as store:
         _note_snapshot(store)
-        result = run_sparql(store, text)
+        try:
+            result = run_sparql(store, text)
+        except QuerySyntaxError as exc:  # say which file the line and column are in
+            raise QuerySyntaxError(f"{name}: {exc}", line=exc.line, column=exc.column) from None
     if isinstance(result, bool):  # ASK: one column, so json / csv keep the shape of DESIGN §7
         result = Rows(["boolean"], [[result]])
     elif isinstance(result, list):  # CONSTRUCT / DESCRIBE
