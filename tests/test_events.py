@@ -114,6 +114,16 @@ def test_any_invalid_event_is_refused_with_the_path_of_the_bad_field(event, corr
         assert bad not in str(caught.value)  # the submitted value is never echoed
 
 
+def test_a_location_that_is_no_uri_is_explained_without_the_regex():
+    event = {"type": "task", "event": "begin", "id": "t", "time": 1, "workflow_id": "w",
+             "transformation": "x", "used": [{"name": "a", "location": "file:///my data/a.csv"}]}
+    with pytest.raises(BadEvent) as caught:
+        parse_event(event)
+    text = str(caught.value)
+    assert "used[0].location: not a URI" in text and "a space is %20" in text
+    assert "pattern" not in text and "[A-Za-z]" not in text
+
+
 def test_status_only_on_end_and_jsonl_errors_name_the_line():
     begin = {"type": "task", "event": "begin", "id": "t", "time": 1, "workflow_id": "w",
              "transformation": "x", "status": "finished"}

@@ -341,6 +341,10 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":  # pydantic's text echoes the submitted tag
             msg = "'type' must be 'workflow' or 'task'"
+        elif err["type"] == "string_pattern_mismatch":  # only URIs have a pattern; not the regex
+            msg = ("not a URI: expected scheme:rest (file:///data/a.csv, s3://bucket/key) without "
+                   "spaces, quotes, <, >, {, }, |, ^, ` or backslashes (percent-encode them: a "
+                   "space is %20)")
         if msg not in msgs:
             msgs.append(msg)
     lines = []
