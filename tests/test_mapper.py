@@ -186,13 +186,13 @@ def test_names_the_spec_does_not_know_are_stored_plain_and_reported() -> None:
     assert types_of(g, T("value", "odd/thing")) == {iri(PROVLAKE.AttributeValue)}
     assert types_of(g, T("value", "odd2/extra")) == {iri(PROVLAKE.AttributeValue)}
     warnings = "\n".join(st.warnings())
-    assert "transformation 'mystery' is not in the spec of 'flower-training': 1 events" in warnings
+    assert "transformation 'mystery' is not in the spec of 'flower-training': 1 event stored" in warnings
     assert "attribute 'extra' is not in transformation 'training'" in warnings
     # S-PROV counts them too (found by black-box testing: it stored them and said nothing)
     sp = MapState({WORKFLOW: lifecycle_spec()}, schema="sprov")
     g = set(map_events(events, state=sp)) | set(finish(sp))
     assert (T("value", "odd2/extra"), iri(PROV.wasGeneratedBy), T("task", "odd2")) in g
-    assert "attribute 'extra' is not in transformation 'training' of 'flower-training': 1 values" in "\n".join(sp.warnings())
+    assert "attribute 'extra' is not in transformation 'training' of 'flower-training': 1 value stored" in "\n".join(sp.warnings())
     # a workflow without any spec: everything plain, all events counted
     st = MapState({}, schema="typed")
     g = set(map_events(lifecycle_events(trainings=1), state=st))

@@ -197,4 +197,4 @@ def test_sprov_says_it_keeps_summarised_sections_in_full():
     triples = list(map_events(events, state=st)) + finish(st)
     assert any(s.endswith("/task/B>") for s, _, _ in triples)
     assert ("transformation 'batch' of 'lc' has granularity: summary, which S-PROV does not use: "
-            "its 2 events were stored in full") in st.warnings()
+            "2 events stored in full") in st.warnings()

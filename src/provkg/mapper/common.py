@@ -222,35 +222,35 @@ class MapState:
         """Unknown names seen so far, one sentence each (what was stored and how)."""
         # S-PROV has no typed classes to fall back from: there the names keep generic terms
         plain = "with generic S-PROV terms" if self.schema == "sprov" else "as plain PROVLake"
-        out = [f"workflow {w!r} has no spec: {n} events stored {plain}"
+        out = [f"workflow {w!r} has no spec: {_n(n, 'event')} stored {plain}"
                for w, n in sorted(self.no_spec.items())]
-        out += [f"transformation {t!r} is not in the spec of {w!r}: {n} events stored {plain}"
+        out += [f"transformation {t!r} is not in the spec of {w!r}: {_n(n, 'event')} stored {plain}"
                 for (w, t), n in sorted(self.unknown_transformations.items())]
         out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}: "
-                f"{n} values stored {plain}"
+                f"{_n(n, 'value')} stored {plain}"
                 for (w, t, a), n in sorted(self.unknown_attributes.items())]
         out += [f"attribute {a!r} is not in transformation {t!r} of {w!r}, whose executions are kept "
-                f"only as summaries of their declared measures: {n} values not stored"
+                f"only as summaries of their declared measures: {_n(n, 'value')} not stored"
                 for (w, t, a), n in sorted(self.summary_unknown.items())]
         out += [f"transformation {t!r} of {w!r} has granularity: summary, which S-PROV does not "
-                f"use: its {n} events were stored in full"
+                f"use: {_n(n, 'event')} stored in full"
                 for (w, t), n in sorted(self.summary_in_full.items())]
-        out += [f"run {r!r}: no workflow event seen yet; {n} task events kept pending until it arrives"
+        out += [f"run {r!r}: no workflow event seen yet; {_n(n, 'task event')} kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
         out += [f"run id {r!r} was sent by workflows {', '.join(map(repr, sorted(ws)))}: they are one "
                 "run node now; give each run an id of its own (e.g. job id + workflow)"
                 for r, ws in sorted(self.run_clashes.items())]
         parked = self.summaries.parked if self.summaries is not None else 0
         if parked:
-            out.append(f"{parked} parents had not ended when the session did: their summary "
+            out.append(f"{_n(parked, 'parent')} had not ended when the session did: their summary "
                        "sections are kept as pending records until the parent's end event arrives")
         orphans = self.summaries.orphans if self.summaries is not None else 0
         if orphans:
-            out.append(f"{orphans} summary-section executions have events that name no parent and "
-                       "the event that does has not arrived: they are kept as pending records "
-                       "until it does")
+            out.append(f"{_n(orphans, 'summary-section execution')} without a parent yet (no event "
+                       "of theirs names one, and the event that does has not arrived): kept as "
+                       "pending records until it does")
         if self.bad_times:
-            out.append(f"{self.bad_times} events have a time past the year 9999: their times were not stored")
+            out.append(f"{_n(self.bad_times, 'event')} with a time past the year 9999: times not stored")
         return out
 
 
@@ -309,3 +309,8 @@ def as_dict(event: Any) -> dict[str, Any]:
     except AttributeError as exc:
         raise MappingError(f"an event is a dict or an events.WorkflowEvent / TaskEvent, "
                            f"not {type(event).__name__}") from exc
+
+
+def _n(count: int, word: str) -> str:
+    """``1 event``, ``3 events``: warnings are read by people."""
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
