@@ -6,6 +6,7 @@ q-values, and a POSTed SPARQL query is given once."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 
 import pytest
@@ -141,3 +142,12 @@ def test_a_missing_parameter_is_named_the_api_way(server: ApiServer) -> None:
     assert answer.status_code == 400
     detail = answer.json()["detail"]
     assert "'training'" in detail and "?training=" in detail and "--param" not in detail
+
+
+def test_canned_query_csv_writes_values_as_the_cli_does() -> None:
+    # the API's CSV wrote Python's True / nan (black-box finding: CLI and API disagreed)
+    from provkg.api.render import rows_response
+    from provkg.store import Rows
+
+    answer = rows_response("text/csv", Rows(["v", "b", "n"], [[math.nan, True, None], [-math.inf, False, 2]]))
+    assert answer.body.decode().split("\r\n") == ["v,b,n", "NaN,true,", "-INF,false,2", ""]

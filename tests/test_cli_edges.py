@@ -158,6 +158,16 @@ def test_sparql_json_is_valid_json_for_non_finite_doubles_and_big_integers(
     assert [big for _, big in rows] == [123456789012345678901234567890] * 4
 
 
+def test_sparql_csv_writes_non_finite_doubles_and_booleans_as_sparql_does(
+        tmp_path: Path, store_url: str, capsys) -> None:
+    # CSV said Python's nan / inf where JSON said "NaN" (black-box finding)
+    text = ('PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> SELECT ?v ?b WHERE { VALUES (?v ?b) { '
+            '("NaN"^^xsd:double true) ("INF"^^xsd:double false) ("-INF"^^xsd:double true) } } '
+            "ORDER BY STR(?v)")
+    out = _sparql(tmp_path, text, store_url, "csv", capsys)
+    assert out.split() == ["v,b", "-INF,true", "INF,false", "NaN,true"]
+
+
 def test_a_parameter_given_twice_is_refused(capsys) -> None:
     assert main(["query", "d3", "-p", "training=a", "--param", "training = b", "--store", "memory:"]) == 1
     assert "error: parameter 'training' given more than once" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
-from provkg.service.json_values import rows_json, term_value
+from provkg.service.json_values import rows_json, term_value, text_cell
 from provkg.store.base import Rows
 from provkg.term import escape_string
 
@@ -45,7 +45,7 @@ def rows_response(media: str, rows: Rows) -> Response:
         writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180, as the SPARQL CSV
         writer.writerow(rows.columns)
         for row in rows.rows:
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow([text_cell(v) for v in row])
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
                         headers={"Vary": "Accept"})
     return Response(rows_json(rows.columns, rows.rows), media_type="application/json",

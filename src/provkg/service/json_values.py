@@ -27,7 +27,7 @@ import orjson
 
 from provkg.store.base import INTEGER_TYPES, python_value
 
-__all__ = ["NON_FINITE", "json_cell", "orjson_cell", "rows_json", "term_value"]
+__all__ = ["NON_FINITE", "json_cell", "orjson_cell", "rows_json", "term_value", "text_cell"]
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _DOUBLE_TYPES = {_XSD + "double", _XSD + "float"}
@@ -53,6 +53,22 @@ def json_cell(value: object) -> object:
     if type(value) is float and not math.isfinite(value):
         return NON_FINITE[str(value)]
     return value
+
+
+#: non-finite doubles as CSV and tables write them: their xsd:double lexical forms
+_NON_FINITE_TEXT = {"nan": "NaN", "inf": "INF", "-inf": "-INF"}
+
+
+def text_cell(value: object) -> str:
+    """``value`` as CSV or table text: unbound as empty, booleans as SPARQL writes them
+    (``true``), non-finite doubles as ``NaN`` / ``INF`` / ``-INF`` (not Python's ``nan``)."""
+    if value is None:
+        return ""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is float and not math.isfinite(value):
+        return _NON_FINITE_TEXT[str(value)]
+    return str(value)
 
 
 def orjson_cell(value: object) -> object:

@@ -20,7 +20,7 @@ from provkg.errors import BadParameter, QuerySyntaxError
 from provkg.mapper.terms import PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
-from provkg.service.json_values import json_cell
+from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
@@ -257,13 +257,7 @@ def format_rows(rows: Rows, fmt: str) -> str:
     return _table(rows.columns, [[_cell(v) for v in r] for r in rows.rows])
 
 
-def _cell(value: Any) -> str:
-    """A value as CSV / table text: booleans as in JSON and SPARQL (``true``), not Python."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+_cell = text_cell
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
