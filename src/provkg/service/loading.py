@@ -38,6 +38,9 @@ class LoadEntry:
 @dataclass
 class LoadReport:
     entries: list[LoadEntry] = field(default_factory=list)
+    #: what the counts are: a graph's size (init), or what a load added (a file loaded
+    #: before adds nothing, and "0 triples" read as if the file were empty)
+    counted: str = "triples"
 
     @property
     def triples(self) -> int:
@@ -46,10 +49,14 @@ class LoadReport:
     def lines(self) -> list[str]:
         """Human-readable lines: file, triples, graph."""
         width = max((len(e.path) for e in self.entries), default=0)
-        out = [f"{e.path:<{width}}  {e.triples:>9,} triples  -> {e.graph or '(default graph)'}"
-               for e in self.entries]
-        out.append(f"{'total':<{width}}  {self.triples:>9,} triples")
+        out = [f"{e.path:<{width}}  {e.triples:>9,} {_noun(e.triples, self.counted)}  -> "
+               f"{e.graph or '(default graph)'}" for e in self.entries]
+        out.append(f"{'total':<{width}}  {self.triples:>9,} {_noun(self.triples, self.counted)}")
         return out
+
+
+def _noun(n: int, plural: str) -> str:
+    return plural.removesuffix("s") if n == 1 else plural
 
 
 def init_store(store: Store, *, progress: bool = False) -> LoadReport:
@@ -94,7 +101,7 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
         from provkg.term import iri
 
         iri(graph)  # BadParameter when it is not an absolute IRI
-    report = LoadReport()
+    report = LoadReport(counted="new triples")
     bad: list[str] = []
     for path in files:
         try:
