@@ -73,12 +73,20 @@ class IngestReport:
     events: int = 0
     triples: int = 0
     files: int = 0
+    #: files read only up to a point (truncated, unreadable): their first events are stored
+    partial_files: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"events": self.events, "triples": self.triples, "files": self.files,
-                "seconds": round(self.seconds, 3), "warnings": list(self.warnings)}
+                "partial_files": self.partial_files, "seconds": round(self.seconds, 3),
+                "warnings": list(self.warnings)}
+
+    def files_read(self) -> str:
+        """``2 files``, ``1 file and 1 in part``, for the summary line."""
+        whole = f"{self.files} file{'s' if self.files != 1 else ''}"
+        return whole + (f" and {self.partial_files} in part" if self.partial_files else "")
 
     def __str__(self) -> str:
         rate = f", {self.triples / self.seconds:,.0f} triples/s" if self.seconds > 0 else ""
@@ -723,6 +731,7 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
                                             "triples", refresh=False)
                 except BadEvent as exc:  # the file cannot be read further: the others still can
                     bad_files.append(str(exc))
+                    ing.report.partial_files += 1
                     continue
                 ing.report.files += 1
             report = ing.finish()
@@ -829,4 +838,4 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _print_report(report: IngestReport) -> None:
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"ingested {report.files} file{'s' if report.files != 1 else ''}: {report}")
+    print(f"ingested {report.files_read()}: {report}")
