@@ -312,3 +312,18 @@ def test_link_accepts_the_value_iri_a_query_printed(tmp_path: Path, capsys) -> N
     # an IRI that is no captured value (here the spec's attribute) is still refused
     assert main(["link", "https://example.org/kg/well-9", "https://example.org/kg/x", "--store", db]) == 1
     assert "no captured value" in capsys.readouterr().err
+
+
+def test_an_sprov_query_on_a_store_without_sprov_data_says_so(tmp_path: Path, capsys) -> None:
+    # s1 on a typed store listed each value's spec attribute as its lineage, silently
+    (tmp_path / "ev.jsonl").write_bytes(_jsonl(lifecycle_events(trainings=1)))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC_YAML)
+    for schema in ("typed", "sprov"):
+        db = f"oxigraph:{tmp_path / schema}"
+        assert main(["ingest", str(tmp_path / "ev.jsonl"), "--spec", str(spec), "--store", db,
+                     "--schema", schema]) == 0
+        capsys.readouterr()
+        assert main(["query", "s1", "-p", "data=model-0", "--store", db]) == 0
+        err = capsys.readouterr().err
+        assert ("holds no S-PROV data" in err) == (schema == "typed"), (schema, err)

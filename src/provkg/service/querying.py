@@ -25,7 +25,7 @@ from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
 from provkg.term import Triple, iri, literal, mint_iri, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
+from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS, SPROV
 
 __all__ = [
     "cmd_query",
@@ -332,10 +332,24 @@ def cmd_query(args: argparse.Namespace) -> int:
         _note_snapshot(store)
         rows = run_query(store, args.name, params, schema=schema)
         notes = [] if rows.rows else why_empty(store, args.name, params, schema=schema)
+        mismatch = schema_mismatch(store, args.name, schema)
     print(format_rows(rows, args.format))
     for note in notes:  # on stderr: --format json / csv output stays clean
         print(f"note: no rows: {note}", file=sys.stderr)
+    if mismatch:
+        print(f"note: {mismatch}", file=sys.stderr)
     return 0
+
+
+def schema_mismatch(store: Store, name: str, schema: str) -> str | None:
+    """A note when an S-PROV query runs on a store without S-PROV data: its lineage steps
+    (``prov:wasDerivedFrom``) then also match the typed graph's links from each value to its
+    spec attribute, which look like lineage but are not. None otherwise (one ASK)."""
+    if schema != "sprov" or store.ask(f"ASK {{ ?i a {iri(SPROV.Invocation)} }}"):
+        return None
+    return (f"{name} reads the S-PROV schema and this store holds no S-PROV data (no "
+            "s-prov:Invocation): its rows, if any, are not S-PROV lineage; ingest the events "
+            "with --schema sprov (into a store of their own) to ask it")
 
 
 def _note_snapshot(store: Store) -> None:
