@@ -123,7 +123,7 @@ class OxigraphStore(Store):
             bulk = n >= BULK_MIN
             load = self._store.bulk_load if bulk else self._store.load
             self._write(functools.partial(load, input=data, format=fmt, lenient=trusted))
-            if bulk:
+            if bulk:  # two adds may race here (parallel_adds): a lost count only delays compaction
                 self._bulk_loaded += n
             total += n
         return total
