@@ -681,3 +681,71 @@ def test_a_quoted_scalar_parameter_is_text():
     assert _as_scalar('"32"') == "32" and _as_scalar("32") == 32 and _as_scalar('"') == '"'
     text = render_query("d7", {"workflow": "w", "hyperparameter": "lr", "value": '"1e-3"'})
     assert '"1e-3"' in text and '"\\"1e-3\\""' not in text
+
+
+CURATION = """\
+workflow: w
+phase: learning
+transformations:
+  - name: curate
+    kind: transformation
+    used: [{name: segy, role: data_reference}]
+    generated:
+      - {name: n_slices, role: dataset_characteristic, concept: "seis:numberOfSlices"}
+      - {name: coords, role: dataset_characteristic, concept: "seis:coordinates"}
+      - {name: train_set, role: dataset}
+  - name: inspect
+    kind: transformation
+    used: [{name: segy, role: data_reference}]
+    generated: [{name: n_slices, role: dataset_characteristic, concept: "seis:numberOfSlices"}]
+  - name: training
+    kind: training
+    used: [{name: train_set, role: dataset}]
+    generated: [{name: model, role: model}]
+"""
+
+
+def _curated_run(run: str, t0: float, characteristics: dict[str, object]) -> list[dict]:
+    segy = [{"name": "segy", "id": "segy-A", "location": "file:///lake/a.sgy",
+             "domain": "https://example.org/kg/a"}]
+    return [{"type": "workflow", "event": "begin", "id": run, "time": t0, "workflow": "w"},
+            {"type": "task", "event": "begin", "id": f"{run}.c", "time": t0 + 1, "workflow_id": run,
+             "transformation": "curate", "used": segy},
+            {"type": "task", "event": "end", "id": f"{run}.c", "time": t0 + 2, "workflow_id": run,
+             "transformation": "curate", "status": "finished",
+             "generated": [*({"name": k, "value": v} for k, v in characteristics.items()),
+                           {"name": "train_set", "id": f"ds-{run}"}]},
+            {"type": "task", "event": "begin", "id": f"{run}.t", "time": t0 + 3, "workflow_id": run,
+             "transformation": "training", "used": [{"name": "train_set", "id": f"ds-{run}"}]},
+            {"type": "task", "event": "end", "id": f"{run}.t", "time": t0 + 4, "workflow_id": run,
+             "transformation": "training", "status": "finished",
+             "generated": [{"name": "model", "id": f"model-{run}"}]}]
+
+
+def test_q1_and_q6_take_slices_and_coordinates_from_the_model_s_own_curation(store):
+    """Found by black-box testing: a SEG-Y file curated again by a later run (other slices,
+    other coordinates) gave an older model every combination of both runs' values."""
+    from provkg.term import iri
+    from provkg.vocab import RDF, SEIS
+
+    spec = parse_spec(CURATION)
+    events = (_curated_run("r1", 1.7e9, {"n_slices": 400, "coords": "POINT(1 1)"})
+              + _curated_run("r2", 1.7e9 + 100, {"n_slices": 200, "coords": "POINT(2 2)"})
+              # r3's curation recorded no slices; a separate inspection of the file did
+              + _curated_run("r3", 1.7e9 + 200, {"coords": "POINT(3 3)"})
+              + [{"type": "task", "event": "begin", "id": "r3.i", "time": 1.7e9 + 300,
+                  "workflow_id": "r3", "transformation": "inspect",
+                  "used": [{"name": "segy", "id": "segy-A"}]},
+                 {"type": "task", "event": "end", "id": "r3.i", "time": 1.7e9 + 301,
+                  "workflow_id": "r3", "transformation": "inspect", "status": "finished",
+                  "generated": [{"name": "n_slices", "value": 100}]}])
+    kg = [(iri("https://example.org/kg/a"), iri(RDF.type), iri(SEIS.SegyFile))]
+    store.add([*map_spec(spec), *map_events(events, {"w": spec}), *kg])
+    segy = mint_iri("value", "segy-A")
+    for run, coords, slices in (("r1", "POINT(1 1)", 400), ("r2", "POINT(2 2)", 200)):
+        assert run_query(store, "q1", {"model": f"model-{run}"}).rows == [
+            [segy, coords, None, None, slices]], run
+        assert run_query(store, "q6", {"dataset": f"ds-{run}"}).rows == [[segy, slices, None, None]], run
+    # nothing on r3's lineage recorded the slices: any task that used the file is asked
+    r3 = run_query(store, "q1", {"model": "model-r3"}).rows
+    assert [r[1] for r in r3] == ["POINT(3 3)"] * len(r3) and sorted(r[4] for r in r3) == [100, 200, 400]
