@@ -749,3 +749,18 @@ def test_q1_and_q6_take_slices_and_coordinates_from_the_model_s_own_curation(sto
     # nothing on r3's lineage recorded the slices: any task that used the file is asked
     r3 = run_query(store, "q1", {"model": "model-r3"}).rows
     assert [r[1] for r in r3] == ["POINT(3 3)"] * len(r3) and sorted(r[4] for r in r3) == [100, 200, 400]
+
+
+def test_measures_beyond_64_bit_integers_are_ranked_and_come_back_exact(store):
+    """Found by black-box testing: a FLOP count of 1.2e19 (an integer past 2^63) was no number
+    to embedded Oxigraph, so that training dropped out of every ranking."""
+    spec = parse_spec(SPEC)
+    values = {"small": 2**62, "past64": 2**63 + 5, "big": 12 * 10**18}
+    events = []
+    for i, (run, accuracy) in enumerate(values.items()):
+        events += _training(run, 0.1 * (i + 1), accuracy, 1_700_000_000.0 + 100 * i)
+    store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    d5 = run_query(store, "d5", {"workflow": "fit", "measure": "accuracy", "k": 3}).rows
+    assert [(r[0], r[1]) for r in d5] == [(mint_iri("task", f"{run}/training"), values[run])
+                                          for run in ("big", "past64", "small")]
+    assert all(type(r[1]) is int for r in d5)  # exact, not rounded through a float

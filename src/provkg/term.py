@@ -94,11 +94,14 @@ def _double_lexical(x: float) -> str:
     return repr(x)  # shortest repr that round-trips exactly
 
 
+_INT64 = 2**63
+
+
 def literal(value: object, datatype: str | None = None) -> str:
     """An N-Triples literal keeping the JSON type of ``value``.
 
-    bool -> xsd:boolean, int -> xsd:integer, float -> xsd:double (exact, shortest
-    round-trip form), str -> xsd:string, list / dict -> rdf:JSON, datetime -> xsd:dateTime.
+    bool -> xsd:boolean, int -> xsd:integer (xsd:decimal beyond 64 bits), float -> xsd:double
+    (exact, shortest round-trip form), str -> xsd:string, list / dict -> rdf:JSON, datetime -> xsd:dateTime.
 
     >>> literal(3), literal(0.1), literal(True), literal('say "hi"')
     ('"3"^^<http://www.w3.org/2001/XMLSchema#integer>', '"0.1"^^<http://www.w3.org/2001/XMLSchema#double>', '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>', '"say \\\\"hi\\\\""')
@@ -108,7 +111,12 @@ def literal(value: object, datatype: str | None = None) -> str:
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<{XSD.boolean}>'
     if isinstance(value, int):
-        return f'"{value}"^^<{XSD.integer}>'
+        if -_INT64 <= value < _INT64:
+            return f'"{value}"^^<{XSD.integer}>'
+        # the same number as xsd:decimal (integer's supertype), still exact: Oxigraph holds
+        # an xsd:integer in 64 bits and treats a bigger one as no number at all (a training
+        # whose FLOP count is 1e19 dropped out of every ranking); its decimals reach ~1.7e20
+        return f'"{value}"^^<{XSD.decimal}>'
     if isinstance(value, float):
         return f'"{_double_lexical(value)}"^^<{XSD.double}>'
     if isinstance(value, str):

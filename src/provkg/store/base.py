@@ -243,6 +243,9 @@ def canonical_datetime(lexical: str) -> str:
     return day + ("." + fraction if fraction else "") + zone
 
 
+_WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
 def python_value(kind: str, value: str, datatype: str | None = None) -> object:
     """A SPARQL result term as Python: IRI -> str, xsd integers -> int, double / float /
     decimal -> float (exact: parsed from the lexical form), boolean -> bool, anything
@@ -260,6 +263,10 @@ def python_value(kind: str, value: str, datatype: str | None = None) -> object:
         if datatype in INTEGER_TYPES:
             return int(value)
         if datatype in _FLOAT_TYPES:
+            if datatype == _XSD + "decimal" and _WHOLE.fullmatch(value) and len(value) > 15:
+                whole = int(value)  # a big integer (term.literal writes them as decimals)
+                if abs(whole) >= 2**53:
+                    return whole  # exact, where a float would round it
             x = float(_SPECIAL_FLOATS.get(value.strip(), value))
             if datatype == _XSD + "decimal" and abs(x) == float("inf"):
                 return value  # a decimal beyond a double's range: exact text, not inf
