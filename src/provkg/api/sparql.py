@@ -107,20 +107,28 @@ class SparqlRunner:
         self._closed = False
         if self._directory is not None:
             for _ in range(max(1, workers)):
-                self._idle.put(None)  # a slot: the worker starts on first use
+                self._idle.put(self._spawn())  # started now: it loads its parsers meanwhile
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="provkg-sparql")
 
-    def run(self, text: str, form: str) -> SparqlAnswer:
-        """Run a query the guard accepted.
+    @property
+    def guards_in_worker(self) -> bool:
+        """Whether :meth:`run` takes ``guard=`` and checks the query inside the time limit
+        (an embedded store's worker process); else the caller runs the guard first."""
+        return self._directory is not None
+
+    def run(self, text: str, form: str, *, guard: tuple[str, ...] | None = None) -> SparqlAnswer:
+        """Run a query the guard accepted, or (``guard``: the allowed SERVICE endpoints;
+        see :attr:`guards_in_worker`) one the worker is to guard first.
 
         Raises:
             QueryTimeout: past the timeout (the work is stopped on an embedded store).
             QuerySyntaxError: the store's parser refused it.
+            ReadOnlyQuery: the guard refused it (an update, or SERVICE).
             BadParameter: the answer has more than ``max_rows`` rows.
         """
         if self._directory is not None:
-            return self._run_subprocess(text, form)
+            return self._run_subprocess(text, form, guard)
         future = self._threads.submit(self._run_in_process, text, form)
         try:
             return future.result(self._timeout)
@@ -137,7 +145,7 @@ class SparqlRunner:
 
     # -- embedded store: subprocess ------------------------------------------
 
-    def _run_subprocess(self, text: str, form: str) -> SparqlAnswer:
+    def _run_subprocess(self, text: str, form: str, guard: tuple[str, ...] | None = None) -> SparqlAnswer:
         deadline = time.monotonic() + self._timeout
         try:
             worker = self._idle.get(timeout=self._timeout)
@@ -146,8 +154,11 @@ class SparqlRunner:
         try:
             if worker is None or worker.proc.poll() is not None:
                 worker = self._spawn()
-            reply = worker.ask({"path": self._directory, "query": text, "max_rows": self._max_rows},
-                               deadline=deadline)
+            request: dict[str, object] = {"path": self._directory, "query": text,
+                                          "max_rows": self._max_rows}
+            if guard is not None:
+                request.update(guard=list(guard), form=form)
+            reply = worker.ask(request, deadline=deadline)
         except TimeoutError:
             self._retire(worker)
             worker = None
@@ -157,8 +168,8 @@ class SparqlRunner:
             self._retire(worker)
             worker = None
             raise
-        finally:
-            self._idle.put(worker)
+        finally:  # a stopped worker is replaced at once, so the next query finds it warm
+            self._idle.put(worker if worker is not None or self._closed else self._spawn())
         return self._decode(reply, form)
 
     def _spawn(self) -> _Worker:
@@ -178,7 +189,12 @@ class SparqlRunner:
     def _decode(self, reply: dict[str, object], form: str) -> SparqlAnswer:
         error = reply.get("error")
         if error == "query_syntax":
-            raise QuerySyntaxError(str(reply["message"]))
+            raise QuerySyntaxError(str(reply["message"]), line=reply.get("line"),  # type: ignore[arg-type]
+                                   column=reply.get("column"))  # type: ignore[arg-type]
+        if error == "read_only":
+            from provkg.api.errors import ReadOnlyQuery
+
+            raise ReadOnlyQuery(str(reply["message"]))
         if error == "too_many_rows":
             raise BadParameter(str(reply["message"]))
         if error:

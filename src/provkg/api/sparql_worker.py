@@ -6,11 +6,13 @@ directory with ``Store.read_only`` (it sees everything written so far, and the
 RocksDB lock held by the serving process does not apply), runs one query, and
 answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
 
-    -> {"path": DIR, "query": TEXT, "max_rows": N}
+    -> {"path": DIR, "query": TEXT, "max_rows": N[, "guard": [ALLOWED SERVICE IRIs], "form": F]}
     <- {"kind": "select", "columns": [...], "rows": [[TERM | null, ...]]}
      | {"kind": "ask", "boolean": true}
      | {"kind": "triples", "ntriples": "..."}
-     | {"error": "query_syntax" | "too_many_rows" | "store_error", "message": "..."}
+     | {"error": "query_syntax" | "read_only" | "too_many_rows" | "store_error", "message": "..."}
+
+With ``guard`` the read-only guard runs here first (inside the time limit).
 
 Each TERM keeps its RDF type, as SPARQL 1.1 Query Results JSON writes it
 (``{"type": "literal", "value": "7", "datatype": "...#integer"}``, see
@@ -50,8 +52,31 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
+def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | None:
+    """The read-only guard (:func:`provkg.api.sparql_guard.check_query`), run here so that
+    parsing counts against the time limit too: rdflib's parser takes seconds for a long
+    query, and the server must not spend them outside a process it can stop. None: run it."""
+    from provkg.api.errors import ReadOnlyQuery
+    from provkg.api.sparql_guard import check_query
+    from provkg.errors import QuerySyntaxError
+
+    try:
+        guarded = check_query(text, allowed_service_endpoints=allowed)
+    except ReadOnlyQuery as exc:
+        return {"error": "read_only", "message": str(exc)}
+    except QuerySyntaxError as exc:
+        return {"error": "query_syntax", "message": str(exc), "line": exc.line, "column": exc.column}
+    if form is not None and guarded.form != form:
+        return {"error": "query_syntax", "message": f"expected a {form.upper()} query"}
+    return None
+
+
 def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
     max_rows = int(request["max_rows"])
+    if "guard" in request:
+        refused = _guard(request["query"], list(request["guard"]), request.get("form"))
+        if refused is not None:
+            return refused
     try:
         store = ox.Store.read_only(request["path"])
         text = request["query"]
@@ -83,6 +108,11 @@ def _too_many(max_rows: int) -> dict[str, Any]:
 
 
 def main() -> int:
+    # many flat triple patterns nest deeply in rdflib's grammar (90 hit the default 1,000)
+    sys.setrecursionlimit(6000)
+    from provkg.api.sparql_guard import check_query
+
+    check_query("ASK {}")  # load the SPARQL grammar (~1 s) before the first request comes
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         if not line.strip():
