@@ -213,6 +213,10 @@ def test_query_and_sparql_read_a_store_another_process_is_writing(tmp_path, caps
         out, err = capsys.readouterr()
         assert json.loads(out) == {"columns": ["n"], "rows": [[1]]}
         assert "is in use by another process" in err
+        # check-links only reads too (it failed with exit 1, its "dangling links" status)
+        assert main(["check-links", "--store", f"oxigraph:{db}"]) == 0
+        out, err = capsys.readouterr()
+        assert out.strip() == "no dangling links" and "is in use by another process" in err
         nt = tmp_path / "more.nt"
         nt.write_text("<urn:b> <urn:p> <urn:c> .\n")
         assert main(["load", str(nt), "--store", f"oxigraph:{db}"]) == 1  # writers still refused

@@ -152,7 +152,12 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 def cmd_check_links(args: argparse.Namespace) -> int:
     """``provkg check-links``: print dangling links; exit 1 when there are any."""
-    with open_store(args.store) as store:
+    # read-only: a store a server or an ingest holds is read as a snapshot (as query does),
+    # not an error whose exit status 1 would read as "dangling links" to a cron check
+    with open_store(args.store, existing=True, read_only=True) as store:
+        if store.snapshot:
+            print(f"note: {store.url} is in use by another process (an ingest or a server): "
+                  "checking what it had written when this command started", file=sys.stderr)
         dangling = check_links(store)
     if not dangling:
         print("no dangling links")
