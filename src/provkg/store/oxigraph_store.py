@@ -57,6 +57,8 @@ BULK_MIN = 5_000
 #: a big store leaves it to RocksDB.
 COMPACT_SHARE = 0.1
 COMPACT_TRIPLES = 1_000_000
+#: below this many bulk-loaded triples there is nothing worth the wait (a small domain KG)
+COMPACT_MIN = 50_000
 
 _FORMATS = {
     "turtle": ox.RdfFormat.TURTLE,
@@ -159,7 +161,8 @@ class OxigraphStore(Store):
         loaded, self._bulk_loaded = self._bulk_loaded, 0
         if self.directory is None or self.snapshot or not loaded and not force:
             return None
-        if not force and loaded < COMPACT_TRIPLES and loaded < COMPACT_SHARE * len(self._store):
+        if not force and (loaded < COMPACT_MIN or loaded < COMPACT_TRIPLES
+                          and loaded < COMPACT_SHARE * len(self._store)):
             return None
         start = time.perf_counter()
         self._write(self._store.optimize, what="the compacted files")
