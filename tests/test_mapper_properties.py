@@ -31,6 +31,10 @@ values = st.builds(
     st.sampled_from(NAMES), json_values, st.none() | small_ids, st.none() | uris,
     st.none() | uris.filter(is_valid_iri),  # events.py refuses a domain RDF stores would refuse
     st.none() | st.lists(small_ids, max_size=2))
+def _name(value: dict) -> str:  # the values of one list have names of their own (events.py)
+    return value["name"]
+
+
 times = st.one_of(st.floats(0, 4e9), st.integers(0, 253402300799), st.just(1.7e9))
 environments = st.none() | st.fixed_dictionaries(
     {"host": st.text(max_size=8), "pid": st.integers(0, 99999)},
@@ -44,7 +48,7 @@ def task_events(draw: st.DrawFn, run: str) -> dict:
          "transformation": draw(st.sampled_from([*KNOWN, "unknown step"]))}
     for key, strat in (("parent", small_ids), ("index", st.integers(-3, 10**6)),
                        ("dependencies", st.lists(small_ids, max_size=2)), ("agent", st.text(min_size=1, max_size=6)),
-                       ("used", st.lists(values, max_size=3)), ("generated", st.lists(values, max_size=3)),
+                       ("used", st.lists(values, max_size=3, unique_by=_name)), ("generated", st.lists(values, max_size=3, unique_by=_name)),
                        ("environment", environments)):
         v = draw(st.none() | strat)
         if v is not None:

@@ -243,6 +243,20 @@ class _EventBase(_Model):
     agent: Name | None = None
     environment: Annotated[Environment | None, WithJsonSchema(_ENV_SCHEMA)] = None
 
+    @field_validator("used", "generated")
+    @classmethod
+    def _names_once(cls, values: list[Value], info: Any) -> list[Value]:
+        # two values of one name (say two losses) land on one node with two values, and the
+        # per-batch and summary forms of the graph then disagree on which one counts
+        first: dict[str, int] = {}
+        for i, v in enumerate(values):
+            if v.name in first:
+                verb = "uses" if info.field_name == "used" else "generates"
+                raise ValueError(f"the name of [{i}] repeats that of [{first[v.name]}]: each "
+                                 f"value an event {verb} needs a name of its own")
+            first[v.name] = i
+        return values
+
     @model_validator(mode="after")
     def _status_only_on_end(self) -> _EventBase:
         if self.event == "begin" and self.status is not None:
