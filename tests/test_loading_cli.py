@@ -107,7 +107,10 @@ def test_load_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixt
     good = tmp_path / "good.nt"
     good.write_text("<http://example.org/a> <http://example.org/p> <http://example.org/b> .\n")
     assert main(["load", str(good), "--graph", "not an iri", "--store", "memory:"]) == 1
-    assert "absolute IRI" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "absolute IRI" in err and "(--graph)" in err  # which argument (black-box finding)
+    assert main(["load", str(good), str(bad), "--store", "memory:"]) == 1
+    assert "the other 1 file was loaded" in capsys.readouterr().err
     assert main(["init", "--store", "nosuch:thing"]) == 1
     assert "unknown store URL" in capsys.readouterr().err
 

@@ -98,9 +98,13 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
     if missing:
         raise NotFound(f"no such file: {', '.join(missing)}")
     if graph is not None:
+        from provkg.errors import BadParameter
         from provkg.term import iri
 
-        iri(graph)  # BadParameter when it is not an absolute IRI
+        try:
+            iri(graph)
+        except BadParameter as exc:  # say which argument: the files are fine
+            raise BadParameter(f"the graph (--graph) is not usable: {exc}") from None
     report = LoadReport(counted="new triples")
     bad: list[str] = []
     for path in files:
@@ -113,8 +117,8 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
             continue
         report.entries.append(LoadEntry(str(path), graph, added))
     if bad:
-        loaded = (f"; the other {len(report.entries)} files were loaded" if report.entries
-                  else "")
+        n = len(report.entries)
+        loaded = (f"; the other {n} file{' was' if n == 1 else 's were'} loaded" if n else "")
         error = StoreError(bad[0] + loaded if len(bad) == 1 else
                            f"{len(bad)} files were not loaded (nothing of each){loaded}:\n  "
                            + "\n  ".join(bad))
