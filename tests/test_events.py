@@ -176,3 +176,16 @@ def test_two_values_of_one_name_in_one_list_are_refused():
     event["used"] = [{"name": "loss", "value": 1.0}]
     event["generated"] = event["generated"][:1]
     assert parse_event(event).generated[0].name == "loss"
+
+
+def test_a_body_that_is_not_utf8_is_named_as_such():
+    # black-box finding: orjson's "str is not valid UTF-8: surrogates not allowed" told a
+    # client nothing; a UTF-16 file or a gzip body without its Content-Encoding is the cause
+    import gzip
+
+    from provkg.events import NotJson
+
+    good = json.dumps({"format": CAPTURE_FORMAT, "events": []})
+    for body in (good.encode("utf-16"), gzip.compress(good.encode())):
+        with pytest.raises(NotJson, match=r"^not UTF-8 text \(byte \d+\): events are JSON in UTF-8"):
+            parse_batch(body)

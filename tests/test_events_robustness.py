@@ -96,9 +96,11 @@ def test_non_finite_numbers_sent_as_strings_or_null_are_accepted() -> None:
 def test_malformed_json_is_not_json_with_the_parsers_reason() -> None:
     for text in (b"", b"{", b"hello", b'{"format": "provkg.events/1", "events": [}',
                  b'{"a": "\\ud800"}',  # a lone surrogate: json.loads takes it, the worker does not
-                 b"[" * 5000 + b"]" * 5000, b'{"format": "provkg.events/1", "events": []}\xff'):
+                 b"[" * 5000 + b"]" * 5000):
         with pytest.raises(NotJson, match=r"^not JSON \("):
             parse_batch(text)
+    with pytest.raises(NotJson, match=r"^not UTF-8 text \(byte 43\)"):
+        parse_batch(b'{"format": "provkg.events/1", "events": []}\xff')
 
 
 def test_underflow_and_negative_zero_are_plain_numbers() -> None:

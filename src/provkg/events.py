@@ -451,6 +451,11 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
 
     try:
         text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    except UnicodeDecodeError as exc:  # orjson's "surrogates not allowed" says nothing here
+        reason = (f"not UTF-8 text (byte {exc.start}): events are JSON in UTF-8; a UTF-16 file, "
+                  "or a compressed body sent without its Content-Encoding?")
+        raise NotJson(f"{where}{reason}", reason) from None
+    try:
         exact = json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
     except (ValueError, RecursionError) as exc:
         # orjson's reason, unless it stopped at a long integer before the real problem
