@@ -192,3 +192,30 @@ def test_ingest_compacts_the_store_after_a_large_bulk_load(tmp_path: Path, capsy
     assert "compacted the store's files" in capsys.readouterr().err
     with open_store(url) as store:
         assert store.count() == count
+
+
+def test_replace_swaps_a_graph_all_or_nothing(store, tmp_path: Path, capsys) -> None:
+    # black-box finding: a corrected domain KG could not replace the old one (loads only add,
+    # and its blank-node geometry was copied again on every reload)
+    from provkg.errors import StoreError
+    from provkg.service.loading import load_files, replace_graph
+
+    g = "https://kg.example.org/wells"
+    v1, v2, bad = tmp_path / "v1.ttl", tmp_path / "v2.ttl", tmp_path / "bad.ttl"
+    geo = "@prefix geo: <http://www.opengis.net/ont/geosparql#> .\n"
+    v1.write_text(geo + '<https://kg.example.org/w1> geo:hasGeometry [ geo:asWKT "POINT(0 0)" ] .\n')
+    v2.write_text(geo + '<https://kg.example.org/w1> geo:hasGeometry [ geo:asWKT "POINT(5 5)" ] .\n')
+    bad.write_text("<https://kg.example.org/a> <https://kg.example.org/b")
+    store.add([("<https://kg.example.org/run>", "<https://kg.example.org/p>", '"provenance"')])
+    load_files(store, [v1], graph=g, progress=False)
+    load_files(store, [v1], graph=g, progress=False)  # loading again adds a second geometry
+    wkt = ("SELECT ?w WHERE { GRAPH <" + g + "> { ?x <http://www.opengis.net/ont/geosparql#asWKT> ?w } }")
+    assert sorted(r[0] for r in store.select(wkt, hide_system_graphs=False).rows) == ["POINT(0 0)", "POINT(0 0)"]
+    with pytest.raises(StoreError, match="nothing was replaced"):
+        replace_graph(store, [v2, bad], g)
+    assert sorted(r[0] for r in store.select(wkt, hide_system_graphs=False).rows) == ["POINT(0 0)", "POINT(0 0)"]
+    report = replace_graph(store, [v2], g)
+    assert report.triples == 2 and [r[0] for r in store.select(wkt, hide_system_graphs=False).rows] == ["POINT(5 5)"]
+    assert store.count() == 3  # the default graph's provenance untouched, no staging left
+    assert main(["load", str(v2), "--replace", "--store", "memory:"]) == 1
+    assert "--replace needs --graph" in capsys.readouterr().err

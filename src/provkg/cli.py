@@ -101,10 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
             "does not parse is left out whole and named (with its line) after the others are\n"
             "loaded; the exit status is then 1.\n\nexamples:\n"
             "  provkg load examples/seismic/kg/seismic-kg.ttl\n"
-            "  provkg load wells.nt.gz --graph https://example.org/kg/wells")
+            "  provkg load wells.nt.gz --graph https://example.org/kg/wells\n"
+            "  provkg load wells-v2.ttl --graph https://example.org/kg/wells --replace")
     _store_arg(p)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--graph", default=None, help="named graph IRI to load into (default graph if omitted)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace what --graph holds with the files (a corrected domain KG; "
+                        "loading again only adds, and blank nodes add up); all or nothing")
     p.add_argument("--format", default=None, choices=["turtle", "ntriples", "nquads", "rdfxml", "trig"],
                    help="the RDF format of every FILE, when their extensions do not say it")
     p.set_defaults(handler=_cmd_load)

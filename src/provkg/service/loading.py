@@ -158,12 +158,54 @@ def compact_after_load(store: Store) -> None:
         print(f"compacted the store's files for queries in {seconds:.1f} s", file=sys.stderr)
 
 
+def replace_graph(store: Store, paths: Iterable[str | Path], graph: str, *,
+                  progress: bool = False, format: str | None = None) -> LoadReport:
+    """Replace what ``graph`` holds with the triples of the files, all or nothing: they are
+    loaded into a staging graph first, which then takes the place of ``graph``
+    (``MOVE``); if a file does not parse, ``graph`` is left as it was.
+
+    Raises:
+        as :func:`load_files`, and BadParameter for a ``graph`` that is no IRI."""
+    import uuid
+
+    from provkg.errors import BadParameter
+    from provkg.term import iri
+
+    try:
+        target = iri(graph)
+    except BadParameter as exc:
+        raise BadParameter(f"the graph (--graph) is not usable: {exc}") from None
+    staging = f"urn:provkg:staging:{uuid.uuid4()}"
+    try:
+        report = load_files(store, paths, graph=staging, progress=progress, format=format)
+        store.update(f"MOVE SILENT <{staging}> TO {target}")
+    except StoreError as exc:
+        store.clear(graph=staging)
+        text = str(exc).split("; the other ")[0]  # all or nothing: no other file was kept
+        raise type(exc)(f"{text}; nothing was replaced: {graph} is as it was") from None
+    except BaseException:
+        store.clear(graph=staging)
+        raise
+    report.entries = [LoadEntry(e.path, graph, e.triples) for e in report.entries]
+    report.counted = "triples"  # the graph is new: these are its triples, not the store's gain
+    return report
+
+
 def cmd_load(args: argparse.Namespace) -> int:
-    """``provkg load FILE... [--graph IRI]``."""
+    """``provkg load FILE... [--graph IRI [--replace]]``."""
+    if args.replace and not args.graph:
+        from provkg.errors import BadParameter
+
+        raise BadParameter("--replace needs --graph: the default graph holds the provenance, "
+                           "which a replace would delete")
     with open_store(args.store) as store:
         try:
-            report = load_files(store, args.files, graph=args.graph, progress=sys.stderr.isatty(),
-                                format=args.format)
+            if args.replace:
+                report = replace_graph(store, args.files, args.graph,
+                                       progress=sys.stderr.isatty(), format=args.format)
+            else:
+                report = load_files(store, args.files, graph=args.graph,
+                                    progress=sys.stderr.isatty(), format=args.format)
         except StoreError as exc:  # what was loaded is reported too, then the error
             loaded = getattr(exc, "report", None)
             if loaded is not None and loaded.entries:
