@@ -36,7 +36,7 @@ def test_load_takes_the_format_when_the_extension_does_not_say_it(tmp_path: Path
     assert main(["load", str(data), "--store", "memory:"]) == 1
     assert "provkg load --format" in capsys.readouterr().err
     assert main(["load", str(data), "--format", "ntriples", "--store", "memory:"]) == 0
-    assert "2 triples" in capsys.readouterr().out
+    assert "2 new triples" in capsys.readouterr().out
 
 
 def test_reading_a_missing_store_folder_is_an_error_and_creates_nothing(tmp_path: Path, capsys) -> None:
