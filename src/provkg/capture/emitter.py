@@ -33,7 +33,7 @@ from collections import deque
 from typing import Any
 
 from provkg.capture.encoding import encode_event, encode_events, expand_events, loads_exact
-from provkg.capture.report import logger, report_once, shown_url
+from provkg.capture.report import logger, report_once
 from provkg.capture.sink import Sink, send_in_halves
 from provkg.capture.spool import Spool
 
@@ -414,8 +414,10 @@ class Emitter:
         self._backoff = min(_MAX_BACKOFF, max(0.5, self._backoff * 2))
         self._retry_at = time.monotonic() + self._backoff
         # once per run and kind of failure: a notebook running many workflows hears of each
+        # where it sends: an error such as a full disk (EFBIG) does not always name the file
+        target = getattr(self.sink, "target", None)
         report_once(("sink-down", self.spool.directory, type(exc)), f"the sink {type(self.sink).__name__} "
-                    f"{sink_target(self.sink)}did not take a batch ({exc!r}); spooling to "
+                    f"{f'({target}) ' if target else ''}did not take a batch ({exc!r}); spooling to "
                     f"{self.spool.directory} and retrying")
 
     def _rejected(self, lines: list[bytes], exc: Exception) -> None:
@@ -426,20 +428,6 @@ class Emitter:
         report_once(("rejected", str(exc)[:300]), f"the receiver refused {what}: {exc} (kept in "
                     f"{path if path is not None else 'no file: the spool is not writable'})",
                     level=logging.ERROR)
-
-
-def sink_target(sink: Sink) -> str:
-    """Where a sink sends, as messages show it (``"(file:out/prov) "``; a password masked):
-    an error such as a full disk does not always name the file."""
-    if (directory := getattr(sink, "directory", None)) is not None:
-        where = f"file:{directory}"
-    elif (url := getattr(sink, "url", None)) is not None:
-        where = shown_url(str(url))
-    elif (host := getattr(sink, "host", None)) is not None:
-        where = f"mqtt://{host}:{getattr(sink, 'port', '')}/{getattr(sink, 'prefix', '')}"
-    else:
-        return ""
-    return f"({where}) "
 
 
 def _drain(queue: deque[dict[str, Any]]) -> list[dict[str, Any]]:

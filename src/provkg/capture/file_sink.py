@@ -68,6 +68,7 @@ class FileSink:
             raise ValueError(f"compression must be one of {sorted(c or 'none' for c in COMPRESSIONS)}, "
                              f"not {compression!r}")
         self.directory = Path(directory)
+        self.target = f"file:{self.directory}"  # where it sends, in messages
         self.compression = compression
         self.segment_bytes = segment_bytes
         self.fsync = fsync

@@ -92,7 +92,7 @@ class HttpSink:
         if compression not in (None, "gzip", "zstd"):
             raise ValueError(f"compression must be gzip, zstd or none, not {compression!r}")
         self.url = url
-        self.shown = shown_url(url)  # in messages: never a password
+        self.target = shown_url(url)  # where it sends, in messages: never a password
         self.compression = compression
         self.token = token if token is not None else os.environ.get("PROVKG_TOKEN")
         self.timeout = timeout
@@ -145,7 +145,7 @@ class HttpSink:
                     raise
                 plainer = {"zstd": "gzip", "gzip": None}[self.compression]
                 report_once(("http-415", self.url, self.compression),
-                            f"{self.shown} does not take {self.compression} bodies (HTTP 415); "
+                            f"{self.target} does not take {self.compression} bodies (HTTP 415); "
                             f"sending {plainer or 'uncompressed'} ones from now on",
                             level=logging.INFO)
                 self.compression = plainer
@@ -177,14 +177,14 @@ class HttpSink:
                 self._drop_connection()
             message = _server_message(answer)
             if status in _NOT_THE_BATCH:  # a setup problem: keep the events until it is fixed
-                raise ConnectionError(f"{self.shown} answered HTTP {status}: {message} "
+                raise ConnectionError(f"{self.target} answered HTTP {status}: {message} "
                                       f"({_NOT_THE_BATCH[status]}; the events stay spooled)")
             if 400 <= status < 500 and status not in _RETRYABLE_4XX:
-                raise SinkRejected(f"{self.shown} answered HTTP {status}: {message}",
+                raise SinkRejected(f"{self.target} answered HTTP {status}: {message}",
                                    too_large=status == 413, by_event=status in _BY_EVENT,
                                    status=status)
             problem = f"HTTP {status}: {message}"
-        raise ConnectionError(f"{self.shown} did not take the batch after {self.retries + 1} attempts "
+        raise ConnectionError(f"{self.target} did not take the batch after {self.retries + 1} attempts "
                               f"({problem})")
 
     def close(self) -> None:

@@ -57,6 +57,7 @@ class MqttSink:
         if not prefix or any(c in prefix for c in "+#"):
             raise ValueError(f"MQTT topic prefix {prefix!r} must be non-empty, without + or #")
         self.host, self.port, self.prefix = host, port, prefix.strip("/")
+        self.target = f"mqtt://{host}:{port}/{self.prefix}"  # where it sends, in messages
         self.compression = compression
         self.timeout = timeout
         self.bytes_sent = 0

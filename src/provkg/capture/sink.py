@@ -22,7 +22,11 @@ __all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "send_in_halves", 
 
 @runtime_checkable
 class Sink(Protocol):
-    """Where captured events go. Called from one background thread at a time."""
+    """Where captured events go. Called from one background thread at a time.
+
+    A sink may also have a ``target`` attribute: where it sends, as messages show it (no
+    password); provkg's own sinks do. It is not part of the protocol, so any object with
+    ``send`` and ``close`` stays a sink."""
 
     def send(self, events: list[dict[str, Any]]) -> None:
         """Deliver a batch of wire-format v1 event dicts, or raise (the batch will be retried)."""
