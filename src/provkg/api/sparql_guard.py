@@ -18,10 +18,13 @@ from provkg.api.errors import ReadOnlyQuery
 from provkg.errors import QuerySyntaxError
 from provkg.store.base import SPARQL_PARSER_LOCK
 
-__all__ = ["GuardedQuery", "check_query", "MAX_QUERY_CHARS"]
+__all__ = ["GuardedQuery", "check_query", "query_form_of", "MAX_QUERY_CHARS"]
 
 #: longer query texts are refused before parsing
 MAX_QUERY_CHARS = 100_000
+
+_UPDATE_REFUSED = ("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
+                   "are refused: this endpoint is read-only; use POST /v1/events to write")
 
 _FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct",
           "DescribeQuery": "describe"}
@@ -64,14 +67,38 @@ def _check_cached(text: str, endpoints: tuple[str, ...]) -> GuardedQuery:
     return _check(text, endpoints)
 
 
-def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuery:
-    from pyparsing import ParseBaseException
-    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
+def query_form_of(text: str) -> str:
+    """select | ask | construct | describe from the keyword after the prologue (strings,
+    comments and IRIs skipped), without parsing: cheap enough for the server itself when
+    :func:`check_query` runs later inside the time limit (it checks the form again).
 
+    Raises:
+        ReadOnlyQuery: an update.  QuerySyntaxError: empty, too long, or no query form."""
+    from provkg.errors import BadParameter
+    from provkg.service.querying import query_form
+
+    _check_size(text)
+    try:
+        form = query_form(text)
+    except BadParameter:
+        raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query") from None
+    if form == "UPDATE":
+        raise ReadOnlyQuery(_UPDATE_REFUSED)
+    return form.lower()
+
+
+def _check_size(text: str) -> None:
     if len(text) > MAX_QUERY_CHARS:
         raise QuerySyntaxError(f"query longer than {MAX_QUERY_CHARS} characters")
     if not text.strip():
         raise QuerySyntaxError("empty query")
+
+
+def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuery:
+    from pyparsing import ParseBaseException
+    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
+
+    _check_size(text)
     try:
         with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe (found by black-box testing)
             parsed = parseQuery(text)
@@ -79,10 +106,7 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
         raise QuerySyntaxError("query nests too deeply to parse") from None
     except ParseBaseException as exc:
         if _is_update(text, parseUpdate):
-            raise ReadOnlyQuery(
-                "SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
-                "are refused: this endpoint is read-only; use POST /v1/events to write"
-            ) from None
+            raise ReadOnlyQuery(_UPDATE_REFUSED) from None
         raise QuerySyntaxError(f"SPARQL syntax error: {exc.msg}", line=exc.lineno,
                                column=exc.col) from None
     form = _FORMS.get(getattr(parsed[1], "name", ""), "")

@@ -98,13 +98,7 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
     if missing:
         raise NotFound(f"no such file: {', '.join(missing)}")
     if graph is not None:
-        from provkg.errors import BadParameter
-        from provkg.term import iri
-
-        try:
-            iri(graph)
-        except BadParameter as exc:  # say which argument: the files are fine
-            raise BadParameter(f"the graph (--graph) is not usable: {exc}") from None
+        _graph_term(graph)
     report = LoadReport(counted="new triples")
     bad: list[str] = []
     for path in files:
@@ -123,8 +117,20 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
                            f"{len(bad)} files were not loaded (nothing of each){loaded}:\n  "
                            + "\n  ".join(bad))
         error.report = report  # type: ignore[attr-defined]
+        error.problems = bad  # type: ignore[attr-defined]
         raise error
     return report
+
+
+def _graph_term(graph: str) -> str:
+    """``<graph>``, or BadParameter naming the argument (the files are fine)."""
+    from provkg.errors import BadParameter
+    from provkg.term import iri
+
+    try:
+        return iri(graph)
+    except BadParameter as exc:
+        raise BadParameter(f"the graph (--graph) is not usable: {exc}") from None
 
 
 def _load_one(store: Store, path: Path, *, graph: str | None, progress: bool,
@@ -168,21 +174,16 @@ def replace_graph(store: Store, paths: Iterable[str | Path], graph: str, *,
         as :func:`load_files`, and BadParameter for a ``graph`` that is no IRI."""
     import uuid
 
-    from provkg.errors import BadParameter
-    from provkg.term import iri
-
-    try:
-        target = iri(graph)
-    except BadParameter as exc:
-        raise BadParameter(f"the graph (--graph) is not usable: {exc}") from None
+    target = _graph_term(graph)
     staging = f"urn:provkg:staging:{uuid.uuid4()}"
     try:
         report = load_files(store, paths, graph=staging, progress=progress, format=format)
         store.update(f"MOVE SILENT <{staging}> TO {target}")
     except StoreError as exc:
         store.clear(graph=staging)
-        text = str(exc).split("; the other ")[0]  # all or nothing: no other file was kept
-        raise type(exc)(f"{text}; nothing was replaced: {graph} is as it was") from None
+        # all or nothing: name the files that failed, not "the other files were loaded"
+        said = "\n  ".join(getattr(exc, "problems", None) or [str(exc)])
+        raise type(exc)(f"{said}\nnothing was replaced: {graph} is as it was") from None
     except BaseException:
         store.clear(graph=staging)
         raise

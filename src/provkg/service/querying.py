@@ -252,12 +252,9 @@ def format_rows(rows: Rows, fmt: str) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(rows.columns)
-        writer.writerows([[_cell(v) for v in r] for r in rows.rows])
+        writer.writerows([[text_cell(v) for v in r] for r in rows.rows])
         return out.getvalue().rstrip("\n")
-    return _table(rows.columns, [[_cell(v) for v in r] for r in rows.rows])
-
-
-_cell = text_cell
+    return _table(rows.columns, [[text_cell(v) for v in r] for r in rows.rows])
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -32,11 +32,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.body import read_body
-from provkg.api.errors import BadRequest, NotAcceptable, ReadOnlyQuery, UnsupportedMediaType
+from provkg.api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
 from provkg.api.openapi import SPARQL_RESPONSES
 from provkg.api.render import SPARQL_FORMATS, sparql_format, sparql_response
-from provkg.api.sparql_guard import MAX_QUERY_CHARS, check_query
-from provkg.errors import BadParameter, QuerySyntaxError
+from provkg.api.sparql_guard import MAX_QUERY_CHARS, check_query, query_form_of
 
 router = APIRouter(tags=["sparql"])
 
@@ -76,7 +75,7 @@ async def _answer(request: Request, text: str) -> Response:
     if service.sparql.guards_in_worker:
         # the guard's parse takes seconds for a long query: the worker runs it inside the
         # time limit; the form (for the Accept check) is read from the text's first keyword
-        form = _form_of(text)
+        form = query_form_of(text)
         media = _media(request, form)  # before the work: a 406 costs nothing
         answer = await run_in_threadpool(service.sparql.run, text, form, guard=allowed)
     else:
@@ -89,26 +88,6 @@ async def _answer(request: Request, text: str) -> Response:
     if answer.boolean is not None:
         return sparql_response(media, boolean=answer.boolean)
     return await run_in_threadpool(sparql_response, media, ntriples=answer.ntriples)
-
-
-def _form_of(text: str) -> str:
-    """select | ask | construct | describe, from the keyword after the prologue (strings,
-    comments and IRIs skipped); the guard in the worker checks it against the parse."""
-    from provkg.service.querying import query_form
-
-    if len(text) > MAX_QUERY_CHARS:
-        raise QuerySyntaxError(f"query longer than {MAX_QUERY_CHARS} characters")
-    if not text.strip():
-        raise QuerySyntaxError("empty query")
-    try:
-        form = query_form(text)
-    except BadParameter:
-        raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query") from None
-    if form == "UPDATE":
-        raise ReadOnlyQuery("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, "
-                            "MOVE, COPY) are refused: this endpoint is read-only; use POST "
-                            "/v1/events to write")
-    return form.lower()
 
 
 @router.get("/v1/sparql", summary="Read-only SPARQL (query in the URL)", response_class=Response,
