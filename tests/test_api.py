@@ -257,6 +257,14 @@ def test_canned_query_catalog_and_run(server: ApiServer) -> None:
     assert by_name["measure"]["required"] is False and by_name["measure"]["default"] == "loss"
     empty = server.http.get("/v1/queries/q3", params={"dataset": "file:///nothing.h5"})
     assert empty.status_code == 200 and empty.json() == {"columns": q3["columns"], "rows": []}
+    # the body keeps the contract; why it is empty is in a header, as the CLI's stderr note
+    assert ("the store has no captured value (id or location) 'file:///nothing.h5' (parameter "
+            "dataset)") in empty.headers.get_list("provkg-note")
+    as_csv = server.http.get("/v1/queries/q3", params={"dataset": "file:///nüthing.h5"},
+                             headers={"Accept": "text/csv"})
+    assert as_csv.text.strip() == ",".join(q3["columns"])
+    assert ("the store has no captured value (id or location) 'file:///n\\xfcthing.h5' "
+            "(parameter dataset)") in as_csv.headers.get_list("provkg-note")
     missing = server.http.get("/v1/queries/q3")
     assert missing.status_code == 400 and "dataset" in missing.json()["detail"]
     assert server.http.get("/v1/queries/nope").status_code == 404

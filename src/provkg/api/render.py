@@ -52,6 +52,16 @@ def rows_response(media: str, rows: Rows) -> Response:
                     headers={"Vary": "Accept"})
 
 
+#: a note on an answer (why a canned query's answer is empty), one header per note
+NOTE_HEADER = "Provkg-Note"
+
+
+def header_text(note: str) -> str:
+    """``note`` as a header value: ASCII (others as ``\\u`` escapes), no line breaks."""
+    one_line = " ".join(note.split())
+    return one_line.encode("ascii", "backslashreplace").decode("ascii")
+
+
 # -- the SPARQL 1.1 Protocol: content negotiation and the W3C result formats -----------------
 
 SPARQL_JSON = "application/sparql-results+json"

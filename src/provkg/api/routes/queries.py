@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from provkg.api.errors import BadRequest, NotAcceptable
 from provkg.api.openapi import ROWS_NOT_ACCEPTABLE, error_responses
-from provkg.api.render import ROWS_FORMATS, rows_format, rows_response
+from provkg.api.render import NOTE_HEADER, ROWS_FORMATS, header_text, rows_format, rows_response
 from provkg.errors import BadParameter, UnknownQuery
 
 router = APIRouter(tags=["queries"])
@@ -52,7 +52,9 @@ async def list_queries() -> list[dict[str, Any]]:
                 "`{\"columns\": [...], \"rows\": [...]}` by default, CSV with `Accept: text/csv` "
                 "(q-values honoured; an Accept header allowing neither gets 406). Numbers are "
                 "JSON numbers, exact however large; a non-finite double is the string `\"NaN\"`, "
-                "`\"Infinity\"` or `\"-Infinity\"`.",
+                "`\"Infinity\"` or `\"-Infinity\"`. An empty answer carries a `Provkg-Note` "
+                "header for each reason cheap checks find (a parameter that names nothing in "
+                "the store, rows in another schema).",
     response_class=Response,
     responses={200: {"content": {
         "application/json": {"example": {"columns": ["model", "role", "name", "value"],
@@ -61,7 +63,7 @@ async def list_queries() -> list[dict[str, Any]]:
 )
 async def run_canned(name: str, request: Request) -> Response:
     from provkg.queries.catalog import get_query
-    from provkg.service.querying import query_catalog, run_query
+    from provkg.service.querying import query_catalog, run_query, why_empty
 
     service = request.app.state.service
     if name not in {q.name for q in query_catalog()}:
@@ -86,4 +88,14 @@ async def run_canned(name: str, request: Request) -> Response:
                                    timeout=service.settings.query_timeout_s)
     if len(rows.rows) > service.settings.max_rows:
         raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
-    return rows_response(media, rows)
+    response = rows_response(media, rows)
+    if not rows.rows:
+        # why an empty answer is empty, where cheap checks tell (a parameter naming nothing
+        # in the store, rows in another schema), as the CLI says on stderr: in headers, so the
+        # body stays the contract's {"columns", "rows"} (and CSV its header row)
+        notes = await run_in_threadpool(
+            why_empty, service.store, name, params, schema=service.settings.ingest_schema,
+            timeout=min(10.0, service.settings.query_timeout_s))
+        for note in notes:
+            response.headers.append(NOTE_HEADER, header_text(note))
+    return response
