@@ -339,8 +339,13 @@ class SparqlStore(Store):
     # -- helpers ---------------------------------------------------------------
 
     def _with_preamble(self, query: str) -> str:
+        # Virtuoso, given a default-graph-exclude define, matches nothing in a GRAPH naming one
+        # graph (and answers such a SELECT asked as Turtle with 406): those queries go without
+        # it; their default-graph patterns then see Virtuoso's own graphs too
+        if not self._preamble or _NAMED_GRAPH.search(query):
+            return query
         # on the first line, so the line numbers of syntax errors stay right
-        return f"{self._preamble} {query}" if self._preamble else query
+        return f"{self._preamble} {query}"
 
     def _request(self, text: str, *, update: bool = False, accept: str | None = None,
                  union: bool = True, timeout: float | None = None, check: bool = True) -> Any:
@@ -693,6 +698,8 @@ def _body(exc: SPARQLWrapperException) -> str:
 
 
 #: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
+#: ``GRAPH`` followed by an IRI or prefixed name (not a variable): see ``_with_preamble``
+_NAMED_GRAPH = re.compile(r"\bGRAPH\s+(?![?$])", re.IGNORECASE)
 _VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
 
 
