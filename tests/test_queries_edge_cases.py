@@ -764,3 +764,27 @@ def test_measures_beyond_64_bit_integers_are_ranked_and_come_back_exact(store):
     assert [(r[0], r[1]) for r in d5] == [(mint_iri("task", f"{run}/training"), values[run])
                                           for run in ("big", "past64", "small")]
     assert all(type(r[1]) is int for r in d5)  # exact, not rounded through a float
+
+
+@pytest.mark.parametrize("before", [
+    '# a comment that says WHERE { the rows are\n',
+    '',
+])
+def test_rq_parameters_are_bound_in_the_query_not_in_a_comment_or_string(before):
+    # the VALUES row went after the first text that looked like "WHERE {", even in a string:
+    # the parameter then bound nothing and the query answered for every workflow
+    from provkg.queries.params import term_for
+    from provkg.queries.rq import parse_rq
+    from provkg.store import open_store
+
+    query = parse_rq(
+        "# name: runs\n# question: runs\n# columns: run, note\n# param: workflow workflow\n"
+        + before + 'SELECT ?run ("""see WHERE { below""" AS ?note) '
+        "WHERE { ?run <http://ex.org/of> ?workflow }")
+    store = open_store("memory:")
+    workflow = query.parameters[0]
+    store.add([(f"<http://ex.org/run/{w}>", "<http://ex.org/of>", term_for(workflow, w))
+               for w in ("a", "b")])
+    rows = store.select(query.render({"workflow": "a"}, schema="typed"))
+    assert rows.column("run") == ["http://ex.org/run/a"]
+    assert store.select(query.render({"workflow": "nope"}, schema="typed")).rows == []

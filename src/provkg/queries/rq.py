@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from provkg.errors import NotFound, ProvkgError
 from provkg.queries.params import REQUIRED, Parameter, values_block
+from provkg.store.base import blank_noise
 
 if TYPE_CHECKING:
     from provkg.queries.catalog import CannedQuery
@@ -82,7 +83,7 @@ def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
     missing = [k for k in ("name", "question", "columns") if k not in head]
     if missing:
         raise ProvkgError(f"{source}: header lacks '# {missing[0]}: ...'")
-    if not _WHERE.search(text):
+    if not _first_where(text):
         raise ProvkgError(f"{source}: no 'WHERE {{' to bind parameters after")
     return CannedQuery(
         name=head["name"], question=head["question"], parameters=tuple(params),
@@ -97,11 +98,17 @@ def rq_queries() -> list[CannedQuery]:
     return [parse_rq(p.read_text(encoding="utf-8"), source=str(p)) for p in rq_paths()]
 
 
+def _first_where(text: str) -> re.Match[str] | None:
+    """The query's first ``WHERE {``: never one in a comment, a string or an IRI (a VALUES
+    row put there would bind nothing, and the query would answer for every value)."""
+    return _WHERE.search(blank_noise(text))
+
+
 def bind_rq(text: str, terms: dict[str, str]) -> str:
     """``text`` with a VALUES row for ``terms`` (variable -> RDF term) after its first WHERE."""
     block = values_block(terms)
     if not block:
         return text
-    m = _WHERE.search(text)
+    m = _first_where(text)
     assert m is not None  # parse_rq checked
     return text[:m.end()] + "\n  " + block + text[m.end():]

@@ -409,6 +409,12 @@ SPARQL_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\
 _FROM = re.compile(r"(?<![\w?$:])FROM(?![\w:])", re.IGNORECASE)
 
 
+def blank_noise(query: str) -> str:
+    """``query`` with its comments, strings and IRIs blanked out, character for character:
+    keywords found in it are the query's own, at the same offsets in ``query``."""
+    return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)
+
+
 def has_dataset_clause(query: str) -> bool:
     """Whether a SPARQL query names its dataset (``FROM`` / ``FROM NAMED``): then the store
     must use that dataset instead of its default (the union of all graphs).

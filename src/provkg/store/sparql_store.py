@@ -46,6 +46,7 @@ from provkg.store.base import (
     RDF_FORMATS,
     Rows,
     Store,
+    blank_noise,
     display_url,
     has_dataset_clause,
     ntriples_term,
@@ -342,7 +343,7 @@ class SparqlStore(Store):
         # Virtuoso, given a default-graph-exclude define, matches nothing in a GRAPH naming one
         # graph (and answers such a SELECT asked as Turtle with 406): those queries go without
         # it; their default-graph patterns then see Virtuoso's own graphs too
-        if not self._preamble or _NAMED_GRAPH.search(query):
+        if not self._preamble or _NAMED_GRAPH.search(blank_noise(query)):
             return query
         # on the first line, so the line numbers of syntax errors stay right
         return f"{self._preamble} {query}"
@@ -699,7 +700,7 @@ def _body(exc: SPARQLWrapperException) -> str:
 
 #: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
 #: ``GRAPH`` followed by an IRI or prefixed name (not a variable): see ``_with_preamble``
-_NAMED_GRAPH = re.compile(r"\bGRAPH\s+(?![?$])", re.IGNORECASE)
+_NAMED_GRAPH = re.compile(r"\bGRAPH\s+(?![\s?$])", re.IGNORECASE)
 _VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
 
 
