@@ -122,6 +122,23 @@ def test_model_by_location_or_id(loaded):
     assert run_query(loaded, "d2", {"model": MODEL_A}).rows == by_id
 
 
+def test_an_iri_a_query_printed_is_found_also_as_a_person_unescaped_it(embedded_store):
+    # "value/model A" for "value/model%20A" was refused as no IRI, naming no parameter; a task
+    # IRI so unescaped was read as an id of its own (found by black-box testing)
+    spec = parse_spec(SPEC)
+    events = _run("run 1", "data 1", "model A", MODEL_A, 1_700_000_000.0)
+    embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
+    printed = mint_iri("value", "model A")
+    assert "%20" in printed
+    rows = run_query(embedded_store, "d2", {"model": printed}).rows
+    assert rows == [["layers", 3]]
+    assert run_query(embedded_store, "d2", {"model": printed.replace("%20", " ")}).rows == rows
+    epochs = run_query(embedded_store, "d3", {"training": mint_iri("task", "run 1/training")}).rows
+    assert len(epochs) == 1
+    unescaped = mint_iri("task", "run 1/training").replace("%20", " ")
+    assert run_query(embedded_store, "d3", {"training": unescaped}).rows == epochs
+
+
 def test_render_without_a_store_reads_the_parameter_as_an_id():
     text = render_query("q4", {"dataset": DATA})
     assert f"<{mint_iri('value', DATA)}>" in text

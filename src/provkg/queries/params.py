@@ -223,6 +223,8 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
 
     >>> term_for(Parameter("model", "data"), "https://w3id.org/provkg/id/value/file:///m.pt")
     '<https://w3id.org/provkg/id/value/file:///m.pt>'
+    >>> term_for(Parameter("model", "data"), "https://w3id.org/provkg/id/value/model A")
+    '<https://w3id.org/provkg/id/value/model%20A>'
     >>> term_for(Parameter("measure", "str"), 'loss" } DROP ALL #')
     '"loss\\\\" } DROP ALL #"'
     """
@@ -231,8 +233,11 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
         minted_kind = "value" if kind == "data" else "task"
         text = str(value)
         prefix = base + minted_kind + "/"
-        if text.startswith(prefix) and len(text) > len(prefix) and is_valid_iri(text):
-            return iri(text)
+        if text.startswith(prefix) and len(text) > len(prefix):
+            if is_valid_iri(text):
+                return iri(text)
+            # such an IRI as a person unescaped it (a space for %20): the id it was minted from
+            return iri(mint_iri(minted_kind, text[len(prefix):], base=base))
         return iri(mint_iri(minted_kind, text, base=base))
     if kind == "workflow":
         return iri(mint_iri("spec", str(value), base=base))

@@ -24,7 +24,7 @@ from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.store.base import SPARQL_NOISE
-from provkg.term import Triple, iri, literal, mint_iri, ntriples_line
+from provkg.term import Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS, SPROV
 
 __all__ = [
@@ -145,7 +145,9 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
         given = values.get(p.name)
         if p.type != "data" or not isinstance(given, str):
             continue
-        if given.startswith(base + "value/"):  # a value's IRI, as a query printed it
+        # a value's IRI, as a query printed it (one that is no IRI, e.g. with a space, is read
+        # as a location like any other text with a scheme)
+        if given.startswith(base + "value/") and is_valid_iri(given):
             own = iri(given)
             location = _location_named_by(store, own, base=base)
             found = values_at_location(store, location) if location is not None else []
