@@ -260,10 +260,31 @@ def test_an_empty_answer_says_why_when_the_store_can_tell(tmp_path: Path, capsys
     assert main(["query", "d4", "-p", "workflow=flower-training", "-p", "measure=acuracy",
                  "--schema", "tagged", "--store", url]) == 0
     assert "no attribute of any spec in the store is named 'acuracy'" in capsys.readouterr().err
+    assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr_typo",
+                 "-p", "value=1", "--schema", "tagged", "--store", url]) == 0
+    assert "named 'lr_typo' (parameter hyperparameter)" in capsys.readouterr().err
     # ... and a real workflow in the right schema with no rows says nothing misleading
-    assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr",
+    assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=learning_rate",
                  "-p", "value=12345", "--schema", "tagged", "--store", url]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_typed_query_on_s_prov_data_says_which_schema_the_store_holds(tmp_path: Path,
+                                                                       capsys) -> None:
+    from lifecycle import build_lifecycle, load_lifecycle
+
+    from provkg.store import open_store
+
+    lc = build_lifecycle()
+    url = f"oxigraph:{tmp_path / 'db'}"
+    with open_store(url) as store:
+        load_lifecycle(store, lc, schema="sprov")
+    for schema in ("typed", "tagged"):
+        assert main(["query", "d3", "-p", f"training={lc.trainings[0].id}", "--schema", schema,
+                     "--store", url]) == 0
+        err = capsys.readouterr().err
+        assert (f"this store holds S-PROV data (s-prov:Invocation) and d3 reads the {schema} "
+                "schema") in err
 
 
 @pytest.mark.parametrize(("args", "says"), [

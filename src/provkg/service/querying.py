@@ -107,13 +107,17 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                     if p.type == "data" and isinstance(given, str) and "/" in given
                     and given[0] not in "/~" and ":" not in given else "")
             notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
-    measure = values.get("measure")
-    if isinstance(measure, str) and not store.ask(
-            f"ASK {{ ?attribute {iri(RDFS.label)} {literal(measure)} }}"):
-        notes.append(f"no attribute of any spec in the store is named {measure!r} "
-                     "(parameter measure)")
+    for named in ("measure", "hyperparameter"):  # attribute names of the specs
+        given = values.get(named)
+        if isinstance(given, str) and not store.ask(
+                f"ASK {{ ?attribute {iri(RDFS.label)} {literal(given)} }}"):
+            notes.append(f"no attribute of any spec in the store is named {given!r} "
+                         f"(parameter {named})")
     if notes:
         return notes
+    if schema != "sprov" and store.ask(f"ASK {{ ?i a {iri(SPROV.Invocation)} }}"):
+        notes.append(f"this store holds S-PROV data (s-prov:Invocation) and {name} reads the "
+                     f"{schema} schema: ingest the events with --schema {schema} to ask it")
     for other in query.schemas:
         if other == schema:
             continue
