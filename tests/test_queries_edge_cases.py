@@ -788,3 +788,15 @@ def test_rq_parameters_are_bound_in_the_query_not_in_a_comment_or_string(before)
     rows = store.select(query.render({"workflow": "a"}, schema="typed"))
     assert rows.column("run") == ["http://ex.org/run/a"]
     assert store.select(query.render({"workflow": "nope"}, schema="typed")).rows == []
+
+
+@pytest.mark.parametrize("term", ["<x> } DROP ALL #", "<https://ex.org/a> <https://ex.org/b>",
+                                  '"text"'])
+def test_data_terms_given_to_render_are_checked_iris(term):
+    from provkg.queries.catalog import get_query
+
+    query = get_query("d2")
+    with pytest.raises(BadParameter, match="absolute IRI"):
+        query.render({"model": "m"}, data_terms={"model": (term,)})
+    text = query.render({"model": "m"}, data_terms={"model": ("<https://ex.org/m>",)})
+    assert "<https://ex.org/m>" in text

@@ -26,6 +26,7 @@ from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
 from provkg.vocab import DEFAULT_BASE
+from provkg.term import iri
 
 __all__ = ["CannedQuery", "canned_queries", "finish_rows", "get_query", "order_keys", "render"]
 
@@ -78,7 +79,10 @@ class CannedQuery:
                                  for p in self.parameters if values[p.name] is not None}
         for name, found in (data_terms or {}).items():
             if name in terms and found:
-                terms[name] = found[0] if len(found) == 1 else tuple(found)
+                # IRI terms only (as the store lookup gives them): checked, never pasted
+                found = tuple(iri(t[1:-1] if t.startswith("<") and t.endswith(">") else t)
+                              for t in found)
+                terms[name] = found[0] if len(found) == 1 else found
         if self.rq_text is not None:
             from provkg.queries.rq import bind_rq
 
