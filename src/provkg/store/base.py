@@ -329,7 +329,11 @@ def _canonical_double(lexical: str) -> str:
         x = float(_SPECIAL_FLOATS.get(lexical.strip(), lexical))
     except ValueError:
         return lexical
-    return literal(x).split('"')[1] if x == x and abs(x) != float("inf") else lexical.strip()
+    if x != x:  # the XSD forms: rdflib writes Python's "nan" and "-inf"
+        return "NaN"
+    if abs(x) == float("inf"):
+        return "INF" if x > 0 else "-INF"
+    return literal(x).split('"')[1]
 
 
 def ntriples_bytes(triples: Iterable[Triple], graph: str | None = None) -> tuple[bytes, int]:

@@ -277,7 +277,8 @@ class SparqlStore(Store):
         text = self._with_preamble(query) if hide_system_graphs else query
         if self.endpoint.turtle_results:
             answer = self._request(text, timeout=timeout, accept="text/turtle")
-            if not isinstance(answer, tuple) or b"ResultSet" not in answer[0]:
+            if not isinstance(answer, tuple) or "turtle" not in answer[1] or (
+                    b"ResultSet" not in answer[0]):
                 raise StoreError("select() needs a SELECT query; use ask() or construct()")
             try:
                 return _rows_from_turtle(answer[0], oxigraph_result_term if typed else _python_term)
@@ -303,11 +304,17 @@ class SparqlStore(Store):
         return bool(answer["boolean"])
 
     def construct(self, query: str) -> list[Triple]:
-        answer = self._request(self._with_preamble(query),
-                               accept="application/n-triples, text/turtle;q=0.5")
+        # Virtuoso writes doubles in N-Triples (and RDF/XML) with 6 digits, and in Turtle
+        # every double as a decimal: its RDF/JSON keeps both the digits and the datatype
+        accept = (RDF_JSON if self.endpoint.turtle_results
+                  else "application/n-triples, text/turtle;q=0.5")
+        answer = self._request(self._with_preamble(query), accept=accept)
         if not isinstance(answer, tuple):
             raise StoreError("construct() needs a CONSTRUCT or DESCRIBE query")
-        data, turtle = answer
+        data, media = answer
+        if RDF_JSON in media:
+            return _triples_from_rdf_json(data, self.shown_url)
+        turtle = "turtle" in media
         try:
             quads = ox.parse(data, format=ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES)
             return [(_nt(q.subject), _nt(q.predicate), _nt(q.object)) for q in quads]
@@ -386,10 +393,12 @@ class SparqlStore(Store):
                 return None
             media = headers.get("content-type", "") or ""
             status = getattr(result.response, "status", 200)
-            if accept:  # RDF (Turtle, N-Triples) expected: a web page or JSON is something else
-                if "html" in media.lower() or "json" in media.lower():
+            if accept:  # RDF (Turtle, N-Triples, RDF/JSON) expected: a web page or JSON
+                # results are something else
+                kind = media.lower()
+                if "html" in kind or ("json" in kind and RDF_JSON not in kind):
                     raise _not_sparql(target, status, media, data)
-                return data, "turtle" in media
+                return data, kind
             return _results_json(target, status, media, data)
         except QueryBadFormed as exc:
             body = _body(exc)
@@ -769,6 +778,36 @@ def _error_text(body: str, sent: str) -> str:
 
 
 _RES = "http://www.w3.org/2005/sparql-results#"
+
+
+RDF_JSON = "application/rdf+json"
+#: Virtuoso's RDF/JSON writes a non-finite double as a bare word, which is no JSON
+_BARE_NON_FINITE = re.compile(rb'("value" : )(-?)(nan|inf)\b')
+
+
+def _triples_from_rdf_json(data: bytes, where: str) -> list[Triple]:
+    """Triples from an RDF/JSON graph (``{subject: {predicate: [object, ...]}}``, objects as
+    ``{"type", "value", "datatype"?, "lang"?}``), numbers kept as their lexical text."""
+    fixed = _BARE_NON_FINITE.sub(
+        lambda m: m.group(1) + (b'"NaN"' if m.group(3) == b"nan"
+                                else b'"-INF"' if m.group(2) else b'"INF"'), data)
+    try:
+        graph = json.loads(fixed, parse_float=str, parse_int=str)
+        triples = []
+        for subject, predicates in graph.items():
+            s = (ntriples_term("bnode", subject[2:]) if subject.startswith("_:")
+                 else ntriples_term("uri", subject))
+            for predicate, objects in predicates.items():
+                p = ntriples_term("uri", predicate)
+                for o in objects:
+                    kind, value = o["type"], str(o["value"])
+                    if kind == "bnode":
+                        value = value.removeprefix("_:")
+                    triples.append((s, p, ntriples_term(kind, value, o.get("datatype"),
+                                                        o.get("lang"))))
+    except (ValueError, AttributeError, KeyError, TypeError) as exc:
+        raise StoreError(f"{where} answered CONSTRUCT with bad RDF/JSON: {exc}") from exc
+    return triples
 
 
 def _rows_from_turtle(data: bytes, convert: Callable[[Any], object] | None = None) -> Rows:
