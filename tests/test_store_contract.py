@@ -386,6 +386,18 @@ def test_virtuoso_authenticated_endpoint(virtuoso_server) -> None:  # type: igno
     with open_store(f"{virtuoso_server.store_url}?user=dba&password=wrong") as store, \
             pytest.raises(StoreUnavailable, match="Unauthorized"):
         store.update(f"INSERT DATA {{ GRAPH <{G1}> {{ {S} {Q} 2 }} }}")
+    # triples go by the Graph Store Protocol: its 401 says what to check too
+    with open_store(f"{virtuoso_server.store_url}?user=dba&password=wrong") as store, \
+            pytest.raises(StoreUnavailable, match=r"HTTP 401.*check the account in the store URL"):
+        store.add([(S, P, literal(0.1))], graph=G1)
+
+
+def test_a_wrong_store_scheme_is_named(oxigraph_server) -> None:  # type: ignore[no-untyped-def]
+    # a virtuoso+ URL for an Oxigraph server: its 406 said only that no format was accepted
+    port = oxigraph_server.store_url.rsplit(":", 1)[1]
+    with open_store(f"virtuoso+http://127.0.0.1:{port}") as store, \
+            pytest.raises(StoreError, match="is the store URL's scheme"):
+        store.select("SELECT * WHERE { ?s ?p ?o }", hide_system_graphs=False)  # as ingest asks
 
 
 def test_embedded_store_creates_missing_parent_folders(tmp_path: Path) -> None:

@@ -259,6 +259,13 @@ def test_the_cost_estimate_refusal_names_the_setting():
     assert "MaxQueryCostEstimationTime = 0" in str(exc) and "[SPARQL]" in str(exc)
 
 
+def test_a_missing_update_permission_says_how_to_get_one():
+    # Virtuoso's text when the account (here: anonymous) lacks the SPARQL_UPDATE role
+    message = "Virtuoso 42000 Error CL...:SECURITY: No SPARQL_UPDATE permission to use RDF loader"
+    exc = sparql_store.query_failed("virtuoso+http://h:1", message)
+    assert "?user=…&password=…" in str(exc) and 'GRANT SPARQL_UPDATE TO "SPARQL"' in str(exc)
+
+
 def test_virtuoso_syntax_errors_stay_syntax_errors():
     assert sparql_store._is_syntax_error(
         "Virtuoso 37000 Error SP030: SPARQL compiler, line 1: syntax error at '}'")

@@ -430,7 +430,10 @@ class SparqlStore(Store):
             body = exc.read()
             if exc.code in (405, 501):  # the method (POST) or the request is not supported
                 raise _not_sparql(target, exc.code, media, body) from exc
-            raise StoreError(f"{target} answered HTTP {exc.code}{_said(body)}") from exc
+            hint = (" (it offers none of the formats asked for: is the store URL's scheme, "
+                    "virtuoso+ / oxigraph+ / sparql+, the one of this server?)"
+                    if exc.code == 406 else "")
+            raise StoreError(f"{target} answered HTTP {exc.code}{_said(body)}{hint}") from exc
         except (TimeoutError, urllib.error.URLError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             if isinstance(reason, _ConnectTimeout):
@@ -523,6 +526,10 @@ class SparqlStore(Store):
         if response.status_code == 400:
             raise StoreError(f"{what} is not valid RDF for {self.shown_url}: "
                              f"{_excerpt(response.content, 1000, one_line=False)}")
+        if response.status_code in (401, 403):
+            raise StoreUnavailable(f"{self.shown_url} refused {what}: HTTP "
+                                   f"{response.status_code}{_said(response.content)} (check the "
+                                   "account in the store URL: ?user=…&password=…)")
         if response.status_code >= 300:
             raise StoreError(f"{self.shown_url} refused {what}: HTTP {response.status_code}"
                              f"{_said(response.content)}")
@@ -754,6 +761,10 @@ _VIRTUOSO_HINTS = (
     ("Invalid integer value converting",
      ("Virtuoso holds integers of 64 bits at most: a value of the query or the data is "
       "outside that range")),
+    ("No SPARQL_UPDATE permission",
+     ("writes need an account allowed to update: give it in the store URL "
+      "(?user=…&password=…), or grant anonymous updates with GRANT SPARQL_UPDATE TO "
+      "\"SPARQL\" (docs/stores.md)")),
 )
 
 
