@@ -202,6 +202,30 @@ def test_sections_number_items_and_close_on_exception():
     assert all(e["parent"] == training.id for e in begins)
 
 
+def test_tracked_calls_in_a_sections_loop_nest_under_the_section():
+    # they nested under the training, as if the epoch were not there (found by black-box
+    # testing: q4 then had no batch per epoch)
+    sink = capture.MemorySink()
+
+    @capture.track("batch")
+    def step(b):
+        return b
+
+    with capture.workflow("loops", sink=sink) as wf, wf.task("training") as training:
+        for _, epoch in wf.sections("epoch", range(2), parent=training):
+            step(0)
+            step(1)
+            assert capture.current_task() is epoch
+        step(2)
+        for _, epoch in wf.sections("epoch", range(5), parent=training, start=2):
+            break
+        assert capture.current_task() is training  # a loop left by break is left
+        step(3)
+    epochs = [e["id"] for e in _task_events(sink, "begin") if e["transformation"] == "epoch"]
+    parents = [e.get("parent") for e in _task_events(sink, "begin") if e["transformation"] == "batch"]
+    assert parents == [epochs[0], epochs[0], epochs[1], epochs[1], training.id, training.id]
+
+
 def test_agent_from_environment(monkeypatch):
     monkeypatch.setenv("PROVKG_AGENT", "svc-training")
     sink = capture.MemorySink()

@@ -38,7 +38,8 @@ def track(transformation: str | Callable[..., Any] | None = None, *,
         generated: how to name the return value: a name (default ``"result"``), or a tuple of
             names for a returned tuple; a returned dict gives one value per key. For a generator,
             its ``return`` value (not the items it yields).
-        parent: the enclosing task (default: the task whose ``with`` block is active).
+        parent: the enclosing task (default: the task whose ``with`` block, or
+            ``Workflow.sections`` loop body, is running; not one begun by ``begin()``).
         workflow: the run to record into (default: the active one; without an active run the
             function simply runs).
 

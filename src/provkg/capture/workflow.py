@@ -394,6 +394,9 @@ class Workflow:
         for position, item in enumerate(items, start):
             section = self.task(transformation, parent=parent, index=position).begin()
             self._sections.append(section)
+            # the section is the current task in the loop's body, as in a ``with`` block:
+            # tracked functions called there nest under it
+            token = _set_current(section)
             try:
                 yield item, section
             except GeneratorExit:
@@ -401,6 +404,8 @@ class Workflow:
                 # the section stays open until its parent (or the run) ends, and takes its status
                 section._left_at = time.time()
                 raise
+            finally:
+                _reset_current(token)
             section.end()
             self._forget_section(section)
 
@@ -597,20 +602,13 @@ class Task:
 
     def __enter__(self) -> Task:
         self.begin()
-        try:
-            self._token = _current_task.set(self)
-        except Exception:
-            self._token = None
+        self._token = _set_current(self)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._token is not None:
-            try:
-                _current_task.reset(self._token)
-            except ValueError:
-                pass
-            self._token = None
+        _reset_current(self._token)
+        self._token = None
         if exc is None or _is_clean_exit(exc):
             self.end()
         else:
@@ -618,6 +616,26 @@ class Task:
 
 
 # -- small helpers --------------------------------------------------------------------
+
+
+def _set_current(task: Task) -> Any:
+    """Make ``task`` the current task (the default parent of tracked calls); a token for
+    :func:`_reset_current`, or None when that failed."""
+    try:
+        return _current_task.set(task)
+    except Exception:
+        return None
+
+
+def _reset_current(token: Any) -> None:
+    """Undo :func:`_set_current`; nothing when its token belongs to another context (a
+    section loop closed elsewhere)."""
+    if token is None:
+        return
+    try:
+        _current_task.reset(token)
+    except (ValueError, RuntimeError):
+        pass
 
 
 def _task_id(task: object, what: str) -> str | None:
