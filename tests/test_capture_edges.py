@@ -53,6 +53,17 @@ def test_a_lone_surrogate_is_escaped_and_the_file_still_ingests(tmp_path: Path) 
     assert rows == [["data_\\xff.h5"]]
 
 
+def test_a_path_with_a_byte_no_utf_8_is_a_location_with_that_byte_escaped(tmp_path: Path) -> None:
+    # it was dropped ("not a URI"), so queries by dataset could not find the run
+    name = b"/data/caf\xe9.h5".decode("utf-8", "surrogateescape")  # a Latin-1 file name
+    sink = MemorySink()
+    with capture.workflow("odd-path", sink=sink) as wf, wf.task("load") as t:
+        t.use(train_set=capture.ref(name), raw=capture.ref("file://" + name))
+    used = {v["name"]: v.get("location") for e in sink.events for v in e.get("used", [])}
+    assert used == {"train_set": "file:///data/caf%E9.h5", "raw": "file:///data/caf%E9.h5"}
+    parse_batch({"format": "provkg.events/1", "events": sink.events})  # valid wire format
+
+
 def _run(argv: list[str]) -> str:
     import contextlib
     import io

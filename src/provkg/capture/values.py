@@ -204,7 +204,10 @@ def location_form(uri: str) -> str:
     >>> location_form("file:///data/run%20%281%29%2Ba.h5")  # as Path.as_uri() writes it
     'file:///data/run%20(1)+a.h5'
     """
-    uri = _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE)))
+    # surrogateescape: a name's bytes that are no UTF-8 (os.listdir gives them as lone
+    # surrogates) are escaped as those bytes
+    uri = _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE,
+                                                         errors="surrogateescape")))
     if uri.startswith("file://"):  # Path.as_uri() escapes ( ) + , = ... : a path shows them
         uri = _PATH_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), uri)
     return uri
@@ -223,13 +226,15 @@ def path_location(path: str | PurePath) -> str:
 
     >>> path_location("/data/run (1)/café 100%.h5"), path_location("/data/run#1?.h5")
     ('file:///data/run%20(1)/caf%C3%A9%20100%25.h5', 'file:///data/run%231%3F.h5')
+    >>> path_location("/data/caf\\udce9.h5")  # a Latin-1 name, as os.listdir gives it
+    'file:///data/caf%E9.h5'
     """
     text = Path(path).expanduser().absolute().as_posix() if not isinstance(path, PureWindowsPath) \
         else PureWindowsPath(path).as_posix()
     if not text.startswith("/"):  # C:/data/x.h5
         text = "/" + text
     # a path is not a URI: its % # ? [ ] are characters of names, escaped
-    return "file://" + quote(text, safe=_PATH_SAFE)
+    return "file://" + quote(text, safe=_PATH_SAFE, errors="surrogateescape")
 
 
 def _one_file_form(uri: str) -> str:
