@@ -258,3 +258,22 @@ def test_two_runs_with_one_run_id_in_one_process_are_warned_about(caplog) -> Non
                 capture.workflow("b", sink=MemorySink(), run_id="DUP"):
             pass
     assert "run id 'DUP' is already used by another workflow running in this process" in caplog.text
+
+
+def test_decimals_keep_their_value_or_say_what_changed(caplog) -> None:
+    # a finite Decimal became "Infinity" and a long one the nearest double, silently
+    from decimal import Decimal
+
+    sink = MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("decimals", sink=sink) as wf, wf.task("fit") as t:
+            t.generate(whole=Decimal("1E+400"), short=Decimal("0.1"), half=Decimal("2.50"))
+        assert "Decimal" not in caplog.text  # these are exact
+        with capture.workflow("decimals", sink=sink) as wf, wf.task("fit") as t:
+            t.generate(huge=Decimal("1" + "0" * 400 + ".5"),
+                       long=Decimal("12345678901234567890.123456789"))
+    values = {v["name"]: v["value"] for e in sink.events for v in e.get("generated", [])}
+    assert values["whole"] == 10**400 and values["short"] == 0.1 and values["half"] == 2.5
+    assert values["huge"] == "1" + "0" * 400 + ".5"  # its text, never an infinity
+    assert values["long"] == 1.2345678901234567e19
+    assert "beyond the range of doubles" in caplog.text and "nearest double" in caplog.text

@@ -289,7 +289,8 @@ def convert_value(value: Any) -> Any:
 
     numpy scalars -> Python scalars, numpy arrays and tuples -> lists, sets -> sorted lists,
     ``Path`` -> its POSIX string, datetime / date -> ISO 8601, enums -> their value,
-    ``Decimal`` -> float. Non-finite floats stay floats here (see ``expand_values``).
+    ``Decimal`` -> int when whole, else float (its text past the range of doubles; both
+    logged when the value changes). Non-finite floats stay floats here (see ``expand_values``).
 
     Raises:
         Refused: dicts, objects, bytes, and lists of more than ``MAX_ITEMS`` scalars.
@@ -336,7 +337,7 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
     if isinstance(value, enum.Enum):
         return _convert(value.value, budget, depth)
     if isinstance(value, Decimal):
-        return float(value)
+        return _from_decimal(value, budget, depth)
     if isinstance(value, Mapping):
         raise Refused("objects (dicts) are not values: capture each field as its own attribute")
     raise Refused(f"a {kind.__module__}.{kind.__qualname__} is not a JSON value: convert it, "
@@ -471,6 +472,23 @@ def _int_text(n: int, name: str) -> Any:
                 f"{MAX_INT_DIGITS} digits is captured as its decimal text (the wire format "
                 "takes integers of at most that many digits)")
     return _decimal(n)
+
+
+def _from_decimal(value: Decimal, budget: Any, depth: int) -> object:
+    """A ``Decimal``: a whole one as the exact integer; else the nearest double, logged when
+    that is not the same number; a finite one past the doubles' range as its text (logged),
+    never an infinity."""
+    if value.is_finite() and value == value.to_integral_value():
+        return _convert(int(value), budget, depth)
+    x = float(value)
+    if value.is_finite() and not math.isfinite(x):
+        report_once(("decimal-range",), f"a Decimal beyond the range of doubles ({str(value)[:40]}) "
+                    "is captured as its decimal text")
+        return str(value)
+    if value.is_finite() and Decimal(repr(x)) != value:  # 0.1 is the double 0.1
+        report_once(("decimal-digits",), "a Decimal with more digits than a double holds is "
+                    "captured as the nearest double")
+    return x
 
 
 def _decimal(n: int) -> str:
