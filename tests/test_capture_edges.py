@@ -150,6 +150,19 @@ def test_events_after_the_workflow_ended_are_spooled_with_a_warning(tmp_path: Pa
     assert len(_file_events(out)) == 4
 
 
+def test_run_values_after_the_run_ended_are_named_not_lost_silently(caplog) -> None:
+    sink = MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("late-values", sink=sink) as wf:
+            wf.generate(report="file:///r.html")
+        wf.generate(model=capture.ref("file:///m.pt"))  # cleanup code after the with block
+        wf.use(config={"a": 1})
+    assert "generate() after the run ended is not captured" in caplog.text
+    assert "use() after the run ended is not captured" in caplog.text
+    ended = [e for e in sink.events if e["type"] == "workflow" and e["event"] == "end"]
+    assert [v["name"] for v in ended[0]["generated"]] == ["report"]
+
+
 def test_numpy_integer_index_is_kept(tmp_path: Path) -> None:
     sink = MemorySink()
     with capture.workflow("np", sink=sink, spool=tmp_path / "sp") as wf:

@@ -347,6 +347,11 @@ class Workflow:
         by the process that owns the run (with its begin or end)."""
         if not self.owner:
             _not_here("use")
+        if self._ended:  # its values went with its end event: nothing would send these
+            report_once(("wf-use-ended", self.id), f"workflow {self.name!r}: use() after "
+                        "the run ended is not captured (the run's values go with its end "
+                        "event); record them before the run ends, or on a task")
+            return self
         try:
             for part in (values or {}, named):
                 snapshot_values(part, into=self._used, where=f"workflow {self.name!r}")
@@ -359,6 +364,11 @@ class Workflow:
         the process that owns the run."""
         if not self.owner:
             _not_here("generate")
+        if self._ended:  # its values went with its end event: nothing would send these
+            report_once(("wf-generate-ended", self.id), f"workflow {self.name!r}: generate() after "
+                        "the run ended is not captured (the run's values go with its end "
+                        "event); record them before the run ends, or on a task")
+            return self
         try:
             for part in (values or {}, named):
                 snapshot_values(part, into=self._generated, where=f"workflow {self.name!r}")
