@@ -342,3 +342,24 @@ def test_events_before_a_bad_line_are_stored_completely_even_out_of_order(tmp_pa
     with open_store(same_kind) as reference:
         ingest_events(reference, events, specs=[lifecycle_spec()])
         assert everything(embedded_store) == everything(reference)
+
+
+def test_ingesting_in_another_schema_than_the_store_holds_warns(tmp_path, capsys) -> None:
+    import json
+
+    from provkg.cli import main
+
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps(e) + "\n" for e in lifecycle_events(trainings=1)))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC_YAML)
+    url = f"oxigraph:{tmp_path / 'db'}"
+    said = {}
+    for schema in ("typed", "typed", "tagged", "sprov"):
+        assert main(["ingest", str(events), "--spec", str(spec), "--schema", schema,
+                     "--store", url]) == 0
+        said.setdefault(schema, []).append(capsys.readouterr().err)
+    assert "already holds data mapped" not in "".join(said["typed"])  # same schema again: fine
+    assert ("this store already holds data mapped in the typed schema, and these events go in "
+            "as tagged") in said["tagged"][0]
+    assert "already holds data mapped in the tagged and typed schema" in said["sprov"][0]

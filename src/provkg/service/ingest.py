@@ -38,7 +38,7 @@ from provkg.errors import BadEvent, BadSpec, MappingError
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, sprov, typed
 from provkg.mapper.common import Minter
 from provkg.mapper.summary import STATE, SectionSummaries
-from provkg.mapper.terms import PK, PL, PML, A, P
+from provkg.mapper.terms import PK, PL, PML, SP, A, P
 from provkg.service.event_files import event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.service.loading import compact_after_load
@@ -836,6 +836,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with open_store(args.store) as store:
         # specs registered by earlier sessions (or the server), replaced by those given here
         specs = {s.workflow: s for s in [*stored_specs(store), *given]}
+        mixed = mixed_schema_warning(store, args.schema)
+        if mixed:  # said first: the ingest may take a while
+            print(f"warning: {mixed}", file=sys.stderr)
         try:
             report = ingest_paths(store, args.paths, specs=specs, schema=args.schema,
                                   progress=sys.stderr.isatty())
@@ -848,6 +851,36 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         compact_after_load(store)
     _print_report(report)
     return 0
+
+
+def schemas_in_store(store: Store) -> set[str]:
+    """The schemas whose executions the store holds, as far as one ASK each tells: typed
+    (PROV-ML execution classes), tagged (PROVLake executions of an ML-tagged transformation)
+    and sprov (``s-prov:Invocation``)."""
+    from provkg.mapper.tagged import KIND_TAG, SECTION_TAG
+
+    ml_classes = {*typed.EXECUTION_CLASS.values(), *typed.SECTION_EXECUTION_CLASS.values(),
+                  typed.DEFAULT_SECTION_EXECUTION_CLASS} - {PL.DataTransformationExecution}
+    tags = " ".join(literal(t) for t in [*KIND_TAG.values(), *SECTION_TAG.values()] if t)
+    asks = {
+        "typed": f"ASK {{ VALUES ?c {{ {' '.join(sorted(ml_classes))} }} ?e {A} ?c }}",
+        "tagged": (f"ASK {{ VALUES ?tag {{ {tags} }} ?t {PL.tag} ?tag . "
+                   f"?e {P.wasInfluencedBy} ?t . ?e {A} {PL.DataTransformationExecution} }}"),
+        "sprov": f"ASK {{ ?i {A} {SP.Invocation} }}",
+    }
+    return {schema for schema, query in asks.items() if store.ask(query)}
+
+
+def mixed_schema_warning(store: Store, schema: str) -> str | None:
+    """A warning when ``store`` already holds data mapped in another schema than ``schema``:
+    a query reads one schema (``--schema``), and the same events mapped twice give each task
+    the classes of both."""
+    others = sorted(schemas_in_store(store) - {schema})
+    if not others:
+        return None
+    return (f"this store already holds data mapped in the {' and '.join(others)} schema, and "
+            f"these events go in as {schema}: queries read one schema at a time (--schema), "
+            "so keep each schema in a store of its own")
 
 
 def _print_report(report: IngestReport) -> None:
