@@ -53,6 +53,10 @@ def embedded_directory(store_url: str) -> str | None:
     return os.path.abspath(path) if path and path != "memory" else None
 
 
+#: seconds a fresh SPARQL worker may take to load its parsers before its first query
+WORKER_START_S = 60.0
+
+
 class _Worker:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
@@ -60,12 +64,22 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True)  # a Ctrl-C to the server is handled by the server
         self._buffer = b""
+        self._ready = False  # it said so once its parsers were loaded
 
-    def ask(self, request: dict[str, object], *, deadline: float) -> dict[str, object]:
+    def ask(self, request: dict[str, object], *, timeout: float) -> dict[str, object]:
+        """The worker's answer to ``request``, within ``timeout`` seconds of the worker being
+        ready (a fresh one first loads its parsers, within :data:`WORKER_START_S`)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        if not self._ready:
+            self._line(time.monotonic() + max(timeout, WORKER_START_S))
+            self._ready = True
+        deadline = time.monotonic() + timeout
         self.proc.stdin.write(orjson.dumps(request) + b"\n")
         self.proc.stdin.flush()
-        fd = self.proc.stdout.fileno()
+        return orjson.loads(self._line(deadline))
+
+    def _line(self, deadline: float) -> bytes:
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -77,7 +91,7 @@ class _Worker:
                     raise StoreError("the SPARQL worker process ended unexpectedly")
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return orjson.loads(line)
+        return line
 
     def kill(self) -> None:
         self.proc.kill()
@@ -146,7 +160,6 @@ class SparqlRunner:
     # -- embedded store: subprocess ------------------------------------------
 
     def _run_subprocess(self, text: str, form: str, guard: tuple[str, ...] | None = None) -> SparqlAnswer:
-        deadline = time.monotonic() + self._timeout
         try:
             worker = self._idle.get(timeout=self._timeout)
         except queue.Empty:
@@ -158,7 +171,7 @@ class SparqlRunner:
                                           "max_rows": self._max_rows}
             if guard is not None:
                 request.update(guard=list(guard), form=form)
-            reply = worker.ask(request, deadline=deadline)
+            reply = worker.ask(request, timeout=self._timeout)
         except TimeoutError:
             self._retire(worker)
             worker = None

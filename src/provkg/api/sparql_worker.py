@@ -12,7 +12,9 @@ answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
      | {"kind": "triples", "ntriples": "..."}
      | {"error": "query_syntax" | "read_only" | "too_many_rows" | "store_error", "message": "..."}
 
-With ``guard`` the read-only guard runs here first (inside the time limit).
+With ``guard`` the read-only guard runs here first (inside the time limit). Before the first
+request the worker writes ``{"ready": true}`` once its parsers are loaded: the time limit of a
+query starts there, not while a fresh worker starts (seconds on a busy machine).
 
 Each TERM keeps its RDF type, as SPARQL 1.1 Query Results JSON writes it
 (``{"type": "literal", "value": "7", "datatype": "...#integer"}``, see
@@ -114,6 +116,8 @@ def main() -> int:
 
     check_query("ASK {}")  # load the SPARQL grammar (~1 s) before the first request comes
     out = sys.stdout.buffer
+    out.write(b'{"ready": true}\n')
+    out.flush()
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
