@@ -102,6 +102,49 @@ def test_a_changed_spec_replaces_what_the_old_one_said(embedded_store) -> None:
         assert changed == fresh, schema
 
 
+SHARED = """\
+workflow: WF
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used: [{name: lr, role: hyperparameter}, {name: arch, role: ROLE}, {name: data, role: DATA}]
+"""
+
+
+def _shared_run(run: str, workflow: str) -> list[dict]:
+    used = [{"name": "lr", "value": 0.1}, {"name": "arch", "value": "resnet", "location": "file:///cfg/arch.yaml"},
+            {"name": "data", "location": "s3://bucket/shared.csv"}]
+    return [{"type": "workflow", "event": "begin", "id": run, "time": 1.0e9, "workflow": workflow},
+            {"type": "task", "event": "begin", "id": f"{run}/t", "time": 1.0e9 + 1, "workflow_id": run,
+             "transformation": "training", "used": used},
+            {"type": "task", "event": "end", "id": f"{run}/t", "time": 1.0e9 + 2, "workflow_id": run,
+             "transformation": "training", "status": "finished"},
+            {"type": "workflow", "event": "end", "id": run, "time": 1.0e9 + 3, "workflow": workflow,
+             "status": "finished"}]
+
+
+def test_a_changed_spec_leaves_the_classes_another_workflow_gives_a_shared_value(store) -> None:
+    # found by black-box testing: two workflows read the same files; changing one spec took
+    # away the classes the other spec gives them, so d5 lost wfB's arch hyperparameter
+    from provkg.service.ingest import ingest_events
+
+    def spec(workflow: str, role: str, data: str):
+        return parse_spec(SHARED.replace("WF", workflow).replace("ROLE", role).replace("DATA", data))
+
+    a1 = spec("wfA", "model_hyperparameter", "dataset")
+    a2 = spec("wfA", "plain", "feature_set")
+    b = spec("wfB", "model_hyperparameter", "dataset_characteristic")
+    events = _shared_run("ra", "wfA") + _shared_run("rb", "wfB")
+    ingest_events(store, events, specs=[a1, b])
+    ingest_events(store, [], specs=[a2])
+    changed = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    store.clear()
+    ingest_events(store, events, specs=[a2, b])
+    fresh = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    assert changed == fresh
+
+
 def test_a_spec_registered_before_in_this_schema_is_not_registered_again() -> None:
     # black-box finding: every `provkg ingest` re-ran the spec's re-typing updates over the
     # workflow's whole history, so an ingest cost time in proportion to the store
