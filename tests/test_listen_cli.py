@@ -46,18 +46,22 @@ def _holds_all(store_dir: Path, events: list[dict]) -> bool:
     return int(next(iter(store.query(query)))["n"].value) == len(ends)
 
 
-@pytest.mark.parametrize("topic", ["provkg/#", "provkg"])
-def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str) -> None:
+@pytest.mark.parametrize(("topic", "account"), [("provkg/#", ""), ("provkg", ""),
+                                               ("provkg", "alice:s%40cret@")])
+def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, account: str) -> None:
     # "provkg": the very URL the capture sink was given (found by black-box testing: it
     # subscribed to the topic "provkg" alone, and the sink's runs, published under it, were lost)
+    # an account in the URL: the listener dropped it, and a broker with passwords refused it
     events = _events()
     store_dir = tmp_path / "store"
     env = {**os.environ, "PROVKG_QUEUE_DIR": str(tmp_path / "queue")}
     env.pop("PROVKG_STORE", None)
-    with MosquittoBroker(tmp_path / "mqtt") as broker:
+    users = {"alice": "s@cret"} if account else None
+    with MosquittoBroker(tmp_path / "mqtt", anonymous=not account, users=users) as broker:
+        url = broker.url.replace("mqtt://", "mqtt://" + account)
         log = open(tmp_path / "listen.log", "wb")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "provkg.cli", "listen", f"{broker.url}/{topic}", "--spec", str(SPEC),
+            [sys.executable, "-m", "provkg.cli", "listen", f"{url}/{topic}", "--spec", str(SPEC),
              "--store", f"oxigraph:{store_dir}"], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60
@@ -65,7 +69,7 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str) -> N
                 assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "listen.log").read_text()
                 time.sleep(0.1)
             time.sleep(1.0)  # the subscription is made after the banner
-            sink = MqttSink.from_url(f"{broker.url}/provkg")
+            sink = MqttSink.from_url(f"{url}/provkg")
             try:
                 sink.send(events)
             finally:

@@ -21,7 +21,7 @@ import argparse
 import logging
 import signal
 import threading
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import paho.mqtt.client as mqtt
 
@@ -67,6 +67,19 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     return parts.hostname, port, topic
 
 
+def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
+    """The user and password of ``mqtt://USER:PASSWORD@HOST:PORT/TOPIC`` (percent-decoded, as
+    the capture sink reads them), or Nones.
+
+    >>> mqtt_credentials("mqtt://alice:s%40cret@127.0.0.1:1884/provkg/#")
+    ('alice', 's@cret')
+    """
+    netloc = url.partition("://")[2].partition("/")[0]
+    parts = urlsplit(f"mqtt://{netloc}")
+    return (unquote(parts.username) if parts.username else None,
+            unquote(parts.password) if parts.password else None)
+
+
 class MqttListener:
     """Subscribes with QoS 1 in a persistent session; acknowledges once a batch is queued.
 
@@ -85,6 +98,9 @@ class MqttListener:
         self.subscribed = threading.Event()  # set once the broker confirmed the subscription
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                   clean_session=False, protocol=mqtt.MQTTv311)
+        user, password = mqtt_credentials(url)
+        if user:  # the same account the capture sink's URL gives
+            self.client.username_pw_set(user, password)
         self.client.manual_ack_set(True)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
@@ -103,8 +119,11 @@ class MqttListener:
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
-            log.error("MQTT broker %s:%s refused the connection: %s", self.host, self.port,
-                      reason_code)
+            hint = (" (give the account in the URL: mqtt://USER:PASSWORD@HOST:PORT/TOPIC)"
+                    if "authoriz" in str(reason_code).lower() or "password" in str(reason_code).lower()
+                    else "")
+            log.error("MQTT broker %s:%s refused the connection: %s%s", self.host, self.port,
+                      reason_code, hint)
             return
         client.subscribe(self.topic, qos=1)
         log.info("listening to mqtt://%s:%s/%s (session present: %s)", self.host, self.port,

@@ -48,9 +48,10 @@ class MosquittoBroker:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, port: int | None = None,
-                 anonymous: bool = True) -> None:
+                 anonymous: bool = True, users: dict[str, str] | None = None) -> None:
         self.directory = Path(directory)
         self.anonymous = anonymous
+        self.users = dict(users or {})  # accounts (user -> password) the broker accepts
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self._process: subprocess.Popen[bytes] | None = None
@@ -79,6 +80,14 @@ class MosquittoBroker:
             "max_queued_messages 100000",
             f"log_dest file {self.log}",
         ]
+        if self.users:
+            passwords = self.directory / "passwords"
+            passwords.write_text("", encoding="utf-8")
+            for user, password in self.users.items():
+                subprocess.run([shutil.which("mosquitto_passwd") or "mosquitto_passwd", "-b",
+                                str(passwords), user, password], check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            lines.append(f"password_file {passwords}")
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             lines.append("user root")  # otherwise mosquitto drops to a user that cannot write DIR
         config.write_text("\n".join(lines) + "\n", encoding="utf-8")
