@@ -215,6 +215,17 @@ def test_construct_keeps_the_digits_of_doubles(store: Store) -> None:
     assert special == {literal(float("nan")), literal(float("-inf"))}
 
 
+def test_an_update_whose_literal_says_graph_or_with_runs(store: Store) -> None:
+    # Virtuoso: such a literal (a spec document saying "with") looked like the GRAPH / WITH
+    # keywords, so the update went without its default graph and failed; found by the demo
+    store.add([(S, P, literal("kept with care")), (S, P, literal(1))])
+    store.update(f'DELETE {{ {S} {P} ?o }} WHERE {{ {S} {P} ?o '
+                 f'FILTER(isNumeric(?o) || STR(?o) = "deleted with it") }}')
+    assert _values(store) == ["kept with care"]
+    store.update(f'INSERT {{ {S} {Q} "a GRAPH of things" }} WHERE {{ {S} {P} ?o }}')
+    assert store.count() == 2
+
+
 def test_update_insert_and_delete(store: Store) -> None:
     store.update(f"INSERT DATA {{ {S} {P} 1 . {S} {P} 2 }}")
     assert sorted(_values(store)) == [1, 2]

@@ -247,7 +247,8 @@ class SparqlStore(Store):
     def update(self, sparql: str) -> None:
         # Virtuoso needs a default graph for updates that name none; declaring it breaks
         # updates that do name one (DELETE WHERE { GRAPH <g> ... } deletes nothing)
-        names_graph = re.search(r"\b(GRAPH|WITH)\b", sparql, re.IGNORECASE)
+        # (the keywords, not the words in a literal: a spec document saying "with" was one)
+        names_graph = re.search(r"\b(GRAPH|WITH)\b", blank_noise(sparql), re.IGNORECASE)
         preamble = (f"define input:default-graph-uri <{self.endpoint.default_graph}> "
                     if self.endpoint.default_graph and not names_graph else "")
         self._request(preamble + sparql, update=True)
@@ -487,6 +488,10 @@ class SparqlStore(Store):
 
     def _write_triples(self, ntriples: str, graph: str | None, *, blank_nodes: bool = False) -> None:
         """Write N-Triples text to ``graph``. Blank nodes keep their identity within one call."""
+        if self.query_dialect == "virtuoso" and _CRS_WKT.search(ntriples):
+            # Virtuoso 7.2 refuses a WKT literal that names its coordinate system (RDFGE: "a
+            # geometry RDF type and a non-geometry content"): it keeps the text as a string
+            ntriples = _CRS_WKT.sub(r'"\1"', ntriples)
         target = graph or self.endpoint.default_graph
         if self.endpoint.gsp_url:
             self._gsp_post(ntriples.encode("utf-8"), "application/n-triples", target,
@@ -715,6 +720,8 @@ def _body(exc: SPARQLWrapperException) -> str:
 
 
 #: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
+#: a GeoSPARQL WKT literal that starts with its coordinate system's IRI, in N-Triples
+_CRS_WKT = re.compile(r'"(<[^>"\\]*>[^"\\]*)"\^\^<http://www\.opengis\.net/ont/geosparql#wktLiteral>')
 #: ``GRAPH`` followed by an IRI or prefixed name (not a variable): see ``_with_preamble``
 _NAMED_GRAPH = re.compile(r"\bGRAPH\s+(?![\s?$])", re.IGNORECASE)
 _VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
