@@ -159,3 +159,18 @@ def test_a_spec_registered_before_in_this_schema_is_not_registered_again() -> No
         tagged = list(map_spec(spec, schema="tagged"))
         assert store.ask("ASK { " + " ".join(f"{s} {p} {o} ." for s, p, o in tagged) + " }")
         assert register_spec(store, spec, schema="tagged") == 0
+
+
+def test_a_large_spec_that_validated_is_read_back_from_the_store() -> None:
+    # its stored copy spells out the defaults: past the size check, it was skipped on the
+    # next ingest ("expands to more than 100,000 values") and the runs went in untyped
+    from provkg.service.ingest import spec_document
+
+    big = "workflow: big\nphase: learning\ntransformations:\n" + "".join(
+        f"  - name: t{i}\n    kind: training\n    used: [{{name: a{i}, role: hyperparameter}}]\n"
+        for i in range(7000))
+    spec = parse_spec(big)
+    store = open_store("memory:")
+    register_spec(store, spec)
+    assert [s.workflow for s in stored_specs(store)] == ["big"]
+    assert stored_specs(store)[0] == spec and len(spec_document(spec)) > 0

@@ -172,9 +172,11 @@ def _replaced_specs(store: Store, wf: str, document: str) -> list[Spec]:
 def _stored_spec(wf: object, document: object) -> Spec | None:
     """A ``provkg:specDocument`` read back; None (logged) when it no longer validates
     (written by another provkg version)."""
+    from provkg.spec import parse_stored_spec
+
     try:
-        return parse_spec(document if isinstance(document, str) else json.dumps(document),
-                          source=f"the spec stored for {wf}")
+        return parse_stored_spec(document if isinstance(document, str) else json.dumps(document),
+                                 source=f"the spec stored for {wf}")
     except BadSpec as exc:
         log.warning("skipping the spec stored for %s: %s", wf, exc)
         return None
