@@ -19,7 +19,7 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
-    "datetime_literal", "escape_string", "ntriples_line",
+    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise",
 ]
 
 #: (subject, predicate, object), each an N-Triples term
@@ -190,3 +190,14 @@ def id_from_iri(value: str, kind: str, *, base: str = DEFAULT_BASE) -> str | Non
 
 def ntriples_line(t: Triple) -> str:
     return f"{t[0]} {t[1]} {t[2]} .\n"
+
+
+#: what hides SPARQL keywords: comments, long and short strings, IRIs (blanked before a scan)
+SPARQL_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                          r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
+
+
+def blank_noise(query: str) -> str:
+    """``query`` with its comments, strings and IRIs blanked out, character for character:
+    keywords found in it are the query's own, at the same offsets in ``query``."""
+    return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)

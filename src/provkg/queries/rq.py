@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from provkg.errors import NotFound, ProvkgError
 from provkg.queries.params import REQUIRED, Parameter, values_block
-from provkg.store.base import blank_noise
+from provkg.term import blank_noise
 
 if TYPE_CHECKING:
     from provkg.queries.catalog import CannedQuery

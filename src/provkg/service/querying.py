@@ -23,8 +23,7 @@ from provkg.queries.params import term_for
 from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
-from provkg.store.base import SPARQL_NOISE
-from provkg.term import Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
+from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS, SPROV
 
 __all__ = [

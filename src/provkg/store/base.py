@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout
-from provkg.term import Triple, escape_string, literal
+from provkg.term import SPARQL_NOISE, Triple, escape_string, literal
 from provkg.vocab import XSD
 
 __all__ = [
@@ -407,16 +407,7 @@ _LINE_COLUMN = [
 ]
 
 
-#: what hides SPARQL keywords: comments, long and short strings, IRIs (blanked before a scan)
-SPARQL_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
-                          r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
 _FROM = re.compile(r"(?<![\w?$:])FROM(?![\w:])", re.IGNORECASE)
-
-
-def blank_noise(query: str) -> str:
-    """``query`` with its comments, strings and IRIs blanked out, character for character:
-    keywords found in it are the query's own, at the same offsets in ``query``."""
-    return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)
 
 
 def has_dataset_clause(query: str) -> bool:

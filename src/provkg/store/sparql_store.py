@@ -46,7 +46,6 @@ from provkg.store.base import (
     RDF_FORMATS,
     Rows,
     Store,
-    blank_noise,
     display_url,
     has_dataset_clause,
     ntriples_term,
@@ -57,7 +56,7 @@ from provkg.store.base import (
 )
 from provkg.store.oxigraph_store import oxigraph_result_term
 from provkg.store.progress import counting_reader
-from provkg.term import Triple, is_valid_iri
+from provkg.term import Triple, blank_noise, is_valid_iri
 
 __all__ = ["SparqlStore", "Endpoint", "open_endpoint"]
 
