@@ -108,3 +108,26 @@ def test_a_timed_out_query_does_not_slow_the_next_ones(store: str, tmp_path: Pat
         seconds, rows = run.workers["typed"].select(count, timeout=30)
         assert int(rows.rows[0][0]) == 2000
         assert seconds < 5
+
+
+def test_a_speedup_counts_only_between_identical_answers_and_from_1_3x() -> None:
+    # found by black-box testing: "typed faster: met" for a ratio between answers that
+    # differed, for any ratio above 1 (#5 asks 1.3x), and no target at all for a timeout
+    from provkg.bench.report import evaluate_targets
+
+    def result(speedup=None, **extra):
+        return {**({"typed_speedup": {"speedup": speedup}} if speedup else {}), **extra}
+
+    doc = {"scale": 0.01, "stores": {
+        "memory": {"results": {"q5": result(3.1, mismatch="rows differ"), "q7": result(1.2)}},
+        "oxigraph": {"results": {"q1": {"typed": {"median_s": 0.004}, "tagged": {"median_s": 0.006}},
+                                 "q5": result(error="no answer within 0.03 s"),
+                                 "q7": result(1.5, typed={"median_s": 1.0}, tagged={"median_s": 1.5})}}}}
+    targets = evaluate_targets(doc)
+    assert targets["memory q5 typed >= 1.3x faster"] == {
+        "met": False, "why": "typed and tagged answers differ"}
+    assert targets["memory q7 typed >= 1.3x faster"]["met"] is False
+    assert targets["oxigraph q7 typed >= 1.3x faster"]["met"] is True
+    assert targets["oxigraph q5 typed >= 1.3x faster"] == {"met": False, "why": "no answer within 0.03 s"}
+    assert targets["oxigraph q5 <= 1 s"] == {"met": False, "why": "no answer within 0.03 s"}
+    assert targets["oxigraph q1 <= 0.01 s"]["met"] and targets["oxigraph q7 <= 2 s"]["met"]

@@ -182,8 +182,9 @@ def _targets(doc: dict[str, Any], add: Any) -> None:
     add("## Targets\n")
     for name, t in tr.items():
         mark = "met" if t.get("met") else "**missed**"
-        detail = ", ".join(f"{k} {_t(v) if k.endswith('_s') or k == 'seconds' else _x(v)}"
-                           for k, v in t.items() if k not in ("met", "target_s"))
+        detail = ", ".join(
+            str(v) if k == "why" else f"{k} {_t(v) if k.endswith('_s') or k == 'seconds' else _x(v)}"
+            for k, v in t.items() if k not in ("met", "target_s"))
         add(f"- {name}: {mark} ({detail})")
     add("")
 
