@@ -69,7 +69,11 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=HERE / "work", help="data and stores (git-ignored)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
-    runs = max(5, args.runs)
+    if not 0 < args.scale <= 10:  # as provkg bench schemas says it
+        ap.error("--scale: more than 0 and at most 10")
+    if args.runs < 5:
+        ap.error("--runs: at least 5")
+    runs = args.runs
     base = synthetic.shape_for_scale(args.scale)
     work = args.work.resolve() / f"summaries-{args.scale:g}"
     shapes = {"full": base, "summary": replace(base, granularity="summary")}

@@ -354,6 +354,8 @@ def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] 
     for q in queries or ():
         get_query(q)  # UnknownQuery names the known ones
     writable_folder(args.out, "--out", "the results")
+    writable_folder(getattr(args, "work", None) or "benchmarks/work", "--work",
+                    "the data and stores")  # a traceback after the generator, before
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
