@@ -12,9 +12,10 @@ Each measurement runs in a fresh child process, so its peak RSS is its own; for 
 servers the server process's peak RSS is sampled as well. Run::
 
     .venv/bin/python benchmarks/load.py                 # 1M triples (rdflib: 200k)
-    .venv/bin/python benchmarks/load.py --triples 100000 --quick
+    .venv/bin/python benchmarks/load.py --triples 100000 --quick --out /tmp/load   # a quick look
 
-and it writes ``benchmarks/results/load.json`` and ``load.md``.
+and it writes ``load.json`` and ``load.md`` to ``--out`` (default ``benchmarks/results``, the
+committed figures); its data and stores go to a temporary folder, removed at the end.
 """
 
 from __future__ import annotations
@@ -151,7 +152,11 @@ def run_child(store_url: str, method: str, data: Path, n: int) -> dict[str, floa
 
 
 def measure(args: argparse.Namespace) -> list[dict[str, object]]:
-    work = Path(tempfile.mkdtemp(prefix="provkg-bench-load-"))
+    with tempfile.TemporaryDirectory(prefix="provkg-bench-load-") as tmp:  # data and stores
+        return _measure(args, Path(tmp))  # (it kept hundreds of MB after every run)
+
+
+def _measure(args: argparse.Namespace, work: Path) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     sizes = {"main": args.triples, "rdflib": args.rdflib_triples}
     files: dict[int, Path] = {}
@@ -231,9 +236,10 @@ def _virtuoso_version() -> str:
         return "not installed"
 
 
-def write_results(rows: list[dict[str, object]], info: dict[str, object]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "load.json").write_text(json.dumps({"machine": info, "results": rows}, indent=2) + "\n")
+def write_results(rows: list[dict[str, object]], info: dict[str, object],
+                  out: Path = RESULTS) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "load.json").write_text(json.dumps({"machine": info, "results": rows}, indent=2) + "\n")
     lines = [
         "# Load rate per store backend",
         "",
@@ -255,7 +261,7 @@ def write_results(rows: list[dict[str, object]], info: dict[str, object]) -> Non
     for r in rows:
         lines.append(f"| {r['backend']} | {r['method']} | {r['triples']:,} | {r['seconds']} | "
                      f"{r['triples_per_s']:,} | {r['client_peak_mib']} | {r['server_peak_mib'] or ''} |")
-    (RESULTS / "load.md").write_text("\n".join(lines) + "\n")
+    (out / "load.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -266,6 +272,8 @@ def main() -> None:
                         help="Virtuoso NumberOfBuffers (8 KiB pages)")
     parser.add_argument("--quick", action="store_true", help="skip the slowest measurement")
     parser.add_argument("--no-write", action="store_true", help="print only; keep results/ as is")
+    parser.add_argument("--out", type=Path, default=RESULTS,
+                        help="where load.json and load.md go (default: the committed results)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--store-url", help=argparse.SUPPRESS)
     parser.add_argument("--method", help=argparse.SUPPRESS)
@@ -281,7 +289,7 @@ def main() -> None:
         print(f"{r['backend']:<16} {r['method']:<9} {r['triples']:>9,} {r['triples_per_s']:>10,} "
               f"{r['client_peak_mib']:>10} {r['server_peak_mib'] or '':>10}")
     if not args.no_write:
-        write_results(rows, info)
+        write_results(rows, info, args.out)
 
 
 if __name__ == "__main__":
