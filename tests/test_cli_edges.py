@@ -291,7 +291,8 @@ def test_a_typed_query_on_s_prov_data_says_which_schema_the_store_holds(tmp_path
     (["--scale", "0"], "--scale: must be more than 0"), (["--scale", "11"], "at most 10"),
     (["--queries", "zz"], "no canned query named 'zz'"), (["--stores", ","], "--stores: name"),
     (["--timeout", "0"], "--timeout: must be more than 0"), (["--out", "/proc/x"], "--out /proc/x"),
-    (["--work", "/proc/x"], "--work /proc/x: cannot write")])
+    (["--work", "/proc/x"], "--work /proc/x: cannot write"),
+    (["--queries", "q1,s1"], "--queries: s1 runs on the sprov schema")])
 def test_bench_schemas_refuses_bad_arguments_before_the_long_work(tmp_path: Path, capsys, args, says) -> None:
     """Found by black-box testing: --scale 0 was a traceback, and an unwritable --out or an
     unknown query failed only after the data were generated, mapped, loaded and queried."""

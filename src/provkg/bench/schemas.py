@@ -352,7 +352,11 @@ def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] 
     if not stores:
         raise ProvkgError(f"--stores: name at least one of {', '.join(STORES)}")
     for q in queries or ():
-        get_query(q)  # UnknownQuery names the known ones
+        query = get_query(q)  # UnknownQuery names the known ones
+        if "typed" not in query.schemas or "tagged" not in query.schemas:
+            # it would generate, map and load everything to measure nothing
+            raise ProvkgError(f"--queries: {q} runs on the {' / '.join(query.schemas)} schema; "
+                              "this benchmark compares typed and tagged")
     writable_folder(args.out, "--out", "the results")
     writable_folder(getattr(args, "work", None) or "benchmarks/work", "--work",
                     "the data and stores")  # a traceback after the generator, before
