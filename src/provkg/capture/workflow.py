@@ -347,10 +347,7 @@ class Workflow:
         by the process that owns the run (with its begin or end)."""
         if not self.owner:
             _not_here("use")
-        if self._ended:  # its values went with its end event: nothing would send these
-            report_once(("wf-use-ended", self.id), f"workflow {self.name!r}: use() after "
-                        "the run ended is not captured (the run's values go with its end "
-                        "event); record them before the run ends, or on a task")
+        if self._too_late("use"):
             return self
         try:
             for part in (values or {}, named):
@@ -359,15 +356,21 @@ class Workflow:
             report_once(("wf-use", type(exc)), f"workflow.use failed: {exc!r}")
         return self
 
+    def _too_late(self, verb: str) -> bool:
+        """Whether the run has ended (logged once): its values went with its end event, and
+        nothing would send these."""
+        if self._ended:
+            report_once((f"wf-{verb}-ended", self.id), f"workflow {self.name!r}: {verb}() after "
+                        "the run ended is not captured (the run's values go with its end "
+                        "event); record them before the run ends, or on a task")
+        return self._ended
+
     def generate(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> Workflow:
         """Values the whole run produced (by name, or a mapping); sent with its end event, by
         the process that owns the run."""
         if not self.owner:
             _not_here("generate")
-        if self._ended:  # its values went with its end event: nothing would send these
-            report_once(("wf-generate-ended", self.id), f"workflow {self.name!r}: generate() after "
-                        "the run ended is not captured (the run's values go with its end "
-                        "event); record them before the run ends, or on a task")
+        if self._too_late("generate"):
             return self
         try:
             for part in (values or {}, named):
