@@ -144,6 +144,12 @@ def test_specs_yaml_and_json(server: ApiServer) -> None:
                             "transformations": [{"name": "extract"}]})
     assert server.http.post("/v1/specs", content=as_json,
                             headers={**AUTH, "Content-Type": "application/json"}).status_code == 201
+    # JSON is read strictly, as the CLI reads a .json spec (YAML, a trailing comma and a
+    # byte-order mark passed as JSON here)
+    for not_json in (SPEC.encode(), as_json[:-1] + b",}", b"\xef\xbb\xbf" + as_json):
+        refused = server.http.post("/v1/specs", content=not_json,
+                                   headers={**AUTH, "Content-Type": "application/json"})
+        assert refused.status_code == 400 and "not valid JSON" in refused.json()["detail"]
     listed = server.http.get("/v1/specs").json()
     assert [s["workflow"] for s in listed] == ["api-other", "api-training"]
     assert listed[1]["transformations"][0]["used"][0] == {"name": "learning_rate", "role": "hyperparameter"}

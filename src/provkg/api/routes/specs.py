@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -52,6 +53,13 @@ async def post_spec(request: Request) -> dict[str, Any]:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the spec is not UTF-8 text") from None
+    if media == "application/json":  # JSON as the CLI reads a .json spec: strictly (YAML,
+        # a trailing comma or a byte-order mark passed here as JSON: black-box testing)
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            raise BadRequest(f"the body is not valid JSON ({exc}); send YAML as "
+                             "application/yaml") from None
     def register() -> Any:
         with service.spec_lock:  # two posts at once: one after the other (black-box testing)
             # saved first, so the queue worker maps new events with it before the store
