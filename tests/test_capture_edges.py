@@ -290,3 +290,13 @@ def test_decimals_keep_their_value_or_say_what_changed(caplog) -> None:
     assert values["huge"] == "1" + "0" * 400 + ".5"  # its text, never an infinity
     assert values["long"] == 1.2345678901234567e19
     assert "beyond the range of doubles" in caplog.text and "nearest double" in caplog.text
+
+
+def test_an_unknown_end_status_is_quoted_as_the_caller_wrote_it(caplog) -> None:
+    sink = MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("statuses", sink=sink) as wf:
+            wf.task("t").begin().end("crashed: OOM")
+    assert "end status 'crashed: OOM' is neither" in caplog.text  # it said 'crashed: oom'
+    ends = [e for e in sink.events if e["type"] == "task" and e["event"] == "end"]
+    assert ends[0]["status"] == "failed" and "crashed: OOM" in ends[0]["message"]

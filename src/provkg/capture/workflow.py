@@ -695,13 +695,14 @@ def _status(status: object) -> str:
     Never raises."""
     if isinstance(status, str) and (status == "finished" or status == "failed"):
         return str(status)
-    word = _text(status).strip().lower()
+    said = _text(status).strip()
+    word = said.lower()
     if word in _FINISHED:
         return "finished"
     if word not in ("failed", "failure", "fail", "error", "errored", "killed", "cancelled",
                     "canceled", "aborted", "timeout", "crashed"):
-        report_once(("status", word[:40]), f"end status {word[:40]!r} is neither "
-                    "'finished' nor 'failed'; recorded as 'failed'")
+        report_once(("status", word[:40]), f"end status {said[:40]!r} is neither "
+                    "'finished' nor 'failed'; recorded as 'failed'")  # as the caller wrote it
     return "failed"
 
 
