@@ -101,6 +101,11 @@ class Endpoint:
     # nothing from a chunked body yet answers 201: it gets sized chunks instead)
     insert_batch: int = 20_000  # triples per INSERT DATA request when there is no GSP
     turtle_results: bool = False  # SELECT answers as Turtle (Virtuoso: JSON/XML cut doubles to 6 digits)
+    #: what CONSTRUCT / DESCRIBE answers are asked as (Virtuoso: RDF/JSON, the one of its
+    #: writers that keeps both the digits and the datatype of doubles)
+    graph_results: str = "application/n-triples, text/turtle;q=0.5"
+    crs_wkt: bool = True  # takes WKT literals that name their coordinate system (Virtuoso 7.2
+    # refuses them: RDFGE "a geometry RDF type and a non-geometry content")
     query_dialect: str = "standard"  # canned-query rendering (provkg.queries.builder.DIALECTS)
     extra_params: dict[str, str] = field(default_factory=dict)
     connect_timeout: float = CONNECT_TIMEOUT_S  # seconds to connect
@@ -167,6 +172,7 @@ def open_endpoint(url: str) -> SparqlStore:
         for host in {origin, "http://localhost:8890", f"http://{netloc}"}:
             hidden += [f"{host}/sparql", f"{host}/DAV/"]
         extra = dict(hidden_graphs=tuple(dict.fromkeys(hidden)), turtle_results=True,
+                     graph_results=RDF_JSON, crs_wkt=False,
                      query_dialect="virtuoso",
                      # its SPARQL compiler gives up near a few thousand triples per INSERT DATA
                      insert_batch=1_000)
@@ -304,11 +310,7 @@ class SparqlStore(Store):
         return bool(answer["boolean"])
 
     def construct(self, query: str) -> list[Triple]:
-        # Virtuoso writes doubles in N-Triples (and RDF/XML) with 6 digits, and in Turtle
-        # every double as a decimal: its RDF/JSON keeps both the digits and the datatype
-        accept = (RDF_JSON if self.endpoint.turtle_results
-                  else "application/n-triples, text/turtle;q=0.5")
-        answer = self._request(self._with_preamble(query), accept=accept)
+        answer = self._request(self._with_preamble(query), accept=self.endpoint.graph_results)
         if not isinstance(answer, tuple):
             raise StoreError("construct() needs a CONSTRUCT or DESCRIBE query")
         data, media = answer
@@ -487,10 +489,8 @@ class SparqlStore(Store):
 
     def _write_triples(self, ntriples: str, graph: str | None, *, blank_nodes: bool = False) -> None:
         """Write N-Triples text to ``graph``. Blank nodes keep their identity within one call."""
-        if self.query_dialect == "virtuoso" and _CRS_WKT.search(ntriples):
-            # Virtuoso 7.2 refuses a WKT literal that names its coordinate system (RDFGE: "a
-            # geometry RDF type and a non-geometry content"): it keeps the text as a string
-            ntriples = _CRS_WKT.sub(r'"\1"', ntriples)
+        if not self.endpoint.crs_wkt and _WKT in ntriples:  # a substring test first: hot path
+            ntriples = _CRS_WKT.sub(r'"\1"', ntriples)  # kept as a string, with the same text
         target = graph or self.endpoint.default_graph
         if self.endpoint.gsp_url:
             self._gsp_post(ntriples.encode("utf-8"), "application/n-triples", target,
@@ -719,6 +719,7 @@ def _body(exc: SPARQLWrapperException) -> str:
 
 
 #: a Virtuoso error: "Virtuoso 37000 Error SP030: ..." (SQL state, then its own code)
+_WKT = "<http://www.opengis.net/ont/geosparql#wktLiteral>"
 #: a GeoSPARQL WKT literal that starts with its coordinate system's IRI, in N-Triples
 _CRS_WKT = re.compile(r'"(<[^>"\\]*>[^"\\]*)"\^\^<http://www\.opengis\.net/ont/geosparql#wktLiteral>')
 #: ``GRAPH`` followed by an IRI or prefixed name (not a variable): see ``_with_preamble``
