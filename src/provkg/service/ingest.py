@@ -873,11 +873,9 @@ def schemas_in_store(store: Store) -> set[str]:
     and sprov (``s-prov:Invocation``)."""
     from provkg.mapper.tagged import KIND_TAG, SECTION_TAG
 
-    ml_classes = {*typed.EXECUTION_CLASS.values(), *typed.SECTION_EXECUTION_CLASS.values(),
-                  typed.DEFAULT_SECTION_EXECUTION_CLASS} - {PL.DataTransformationExecution}
     tags = " ".join(literal(t) for t in [*KIND_TAG.values(), *SECTION_TAG.values()] if t)
     asks = {
-        "typed": f"ASK {{ VALUES ?c {{ {' '.join(sorted(ml_classes))} }} ?e {A} ?c }}",
+        "typed": f"ASK {{ VALUES ?c {{ {' '.join(_TYPED_EXECUTIONS)} }} ?e {A} ?c }}",
         "tagged": (f"ASK {{ VALUES ?tag {{ {tags} }} ?t {PL.tag} ?tag . "
                    f"?e {P.wasInfluencedBy} ?t . ?e {A} {PL.DataTransformationExecution} }}"),
         "sprov": f"ASK {{ ?i {A} {SP.Invocation} }}",

@@ -20,11 +20,12 @@ from provkg.errors import BadParameter, QuerySyntaxError
 from provkg.mapper.terms import PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
+from provkg.service.ingest import schemas_in_store
 from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
-from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS, SPROV
+from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
 
 __all__ = [
     "cmd_query",
@@ -114,11 +115,12 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                          f"(parameter {named})")
     if notes:
         return notes
-    if schema != "sprov" and store.ask(f"ASK {{ ?i a {iri(SPROV.Invocation)} }}"):
+    held = schemas_in_store(store)
+    if schema != "sprov" and "sprov" in held:
         notes.append(f"this store holds S-PROV data (s-prov:Invocation) and {name} reads the "
                      f"{schema} schema: ingest the events with --schema {schema} to ask it")
     for other in query.schemas:
-        if other == schema:
+        if other == schema or other not in held:  # no data of that schema: no need to ask
             continue
         try:
             found = run_query(store, name, params, schema=other, base=base, timeout=timeout)
@@ -346,8 +348,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 def schema_mismatch(store: Store, name: str, schema: str) -> str | None:
     """A note when an S-PROV query runs on a store without S-PROV data: its lineage steps
     (``prov:wasDerivedFrom``) then also match the typed graph's links from each value to its
-    spec attribute, which look like lineage but are not. None otherwise (one ASK)."""
-    if schema != "sprov" or store.ask(f"ASK {{ ?i a {iri(SPROV.Invocation)} }}"):
+    spec attribute, which look like lineage but are not. None otherwise."""
+    if schema != "sprov" or "sprov" in schemas_in_store(store):
         return None
     return (f"{name} reads the S-PROV schema and this store holds no S-PROV data (no "
             "s-prov:Invocation): its rows, if any, are not S-PROV lineage; ingest the events "
