@@ -21,7 +21,7 @@ import argparse
 import logging
 import signal
 import threading
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import paho.mqtt.client as mqtt
 
@@ -50,10 +50,7 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     >>> parse_mqtt_url("mqtt://127.0.0.1/provkg")
     ('127.0.0.1', 1883, 'provkg/#')
     """
-    # not urlsplit alone: it would take the "#" wildcard for a fragment
-    scheme, _, rest = url.partition("://")
-    netloc, _, topic = rest.partition("/")
-    parts = urlsplit(f"mqtt://{netloc}")
+    scheme, parts, topic = _split(url)
     if scheme != "mqtt" or not parts.hostname:
         raise BadParameter("expected mqtt://HOST:PORT/TOPIC (e.g. mqtt://127.0.0.1:1883/provkg/#)")
     if not topic:
@@ -67,6 +64,14 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     return parts.hostname, port, topic
 
 
+def _split(url: str) -> tuple[str, SplitResult, str]:
+    """(scheme, the host part as urlsplit reads it, topic): not urlsplit alone, which would
+    take the "#" wildcard for a fragment."""
+    scheme, _, rest = url.partition("://")
+    netloc, _, topic = rest.partition("/")
+    return scheme, urlsplit(f"mqtt://{netloc}"), topic
+
+
 def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
     """The user and password of ``mqtt://USER:PASSWORD@HOST:PORT/TOPIC`` (percent-decoded, as
     the capture sink reads them), or Nones.
@@ -74,8 +79,7 @@ def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
     >>> mqtt_credentials("mqtt://alice:s%40cret@127.0.0.1:1884/provkg/#")
     ('alice', 's@cret')
     """
-    netloc = url.partition("://")[2].partition("/")[0]
-    parts = urlsplit(f"mqtt://{netloc}")
+    parts = _split(url)[1]
     return (unquote(parts.username) if parts.username else None,
             unquote(parts.password) if parts.password else None)
 
