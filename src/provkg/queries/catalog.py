@@ -25,8 +25,8 @@ from provkg.queries.builder import with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
-from provkg.vocab import DEFAULT_BASE
 from provkg.term import iri
+from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["CannedQuery", "canned_queries", "finish_rows", "get_query", "order_keys", "render"]
 
