@@ -399,6 +399,79 @@ def test_q7_takes_the_best_batch_in_the_measure_s_direction(store, schema, granu
     assert [r[:2] for r in loss] == [[mint_iri("value", "m-b"), 0.1], [mint_iri("value", "m-a"), 0.2]]
 
 
+FLAT = LEARNING + """\
+  - name: step
+    kind: section
+    of: training
+    generated: [{name: loss, role: evaluation_measure}]
+  - name: validation
+    kind: validation
+    used: [{name: model, role: model}]
+    generated: [{name: loss, role: evaluation_measure}]
+  - name: val_epoch
+    kind: section
+    of: validation
+    generated: [{name: loss, role: evaluation_measure}]
+  - name: val_batch
+    kind: section
+    of: val_epoch
+    generated: [{name: loss, role: evaluation_measure}]
+  - name: val_check
+    kind: section
+    of: validation
+    generated: [{name: loss, role: evaluation_measure}]
+"""
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+@pytest.mark.parametrize("granularity", ["full", "summary"])
+def test_q7_takes_batches_directly_under_a_stage_and_not_an_epoch_s_own_measure(
+        store, schema, granularity):
+    # found by black-box testing: a validation's batches with no epoch around them (steps
+    # straight under the training, likewise) gave no min batch loss. An epoch's own loss is
+    # not a batch's: only innermost sections count, at either depth
+    text = FLAT
+    if granularity == "summary":
+        for name in ("step", "val_batch", "val_check"):
+            text = text.replace(f"  - name: {name}\n    kind: section\n",
+                                f"  - name: {name}\n    kind: section\n    granularity: summary\n")
+    spec, t0 = parse_spec(text), 1_700_000_000.0
+    assert text.count("granularity") == (3 if granularity == "summary" else 0)
+
+    def task(run, tid, name, *, parent=None, index=None, used=(), loss=None, generated=()):
+        extra = {k: v for k, v in (("parent", parent), ("index", index)) if v is not None}
+        out = [*generated, *([{"name": "loss", "value": loss}] if loss is not None else [])]
+        return [{"type": "task", "event": "begin", "id": tid, "time": t0, "workflow_id": run,
+                 "transformation": name, "used": list(used), **extra},
+                {"type": "task", "event": "end", "id": tid, "time": t0 + 1, "workflow_id": run,
+                 "transformation": name, "status": "finished", "generated": out, **extra}]
+
+    expected = {}
+    events = []
+    for run, steps, epoch_loss, val_batches, checks in (
+            ("a", [0.9, 0.4, 0.6], 0.05, [0.7, 0.5], [0.45]),
+            ("b", [0.8, 0.3], 0.01, [0.35, 0.6], [0.9, 0.8])):
+        events += [{"type": "workflow", "event": "begin", "id": run, "time": t0, "workflow": "fit"},
+                   *task(run, f"{run}/tr", "training", used=[{"name": "train_set", "id": "ds"}],
+                         generated=[{"name": "model", "id": f"m-{run}"}])]
+        for i, loss in enumerate(steps):
+            events += task(run, f"{run}/s{i}", "step", parent=f"{run}/tr", index=i, loss=loss)
+        events += task(run, f"{run}/va", "validation", used=[{"name": "model", "id": f"m-{run}"}],
+                       loss=0.001)  # the stage's own loss: not a batch's
+        events += task(run, f"{run}/ve", "val_epoch", parent=f"{run}/va", index=0, loss=epoch_loss)
+        for i, loss in enumerate(val_batches):
+            events += task(run, f"{run}/vb{i}", "val_batch", parent=f"{run}/ve", index=i, loss=loss)
+        for i, loss in enumerate(checks):
+            events += task(run, f"{run}/vc{i}", "val_check", parent=f"{run}/va", index=i, loss=loss)
+        events.append({"type": "workflow", "event": "end", "id": run, "time": t0 + 9, "workflow": "fit"})
+        expected[mint_iri("value", f"m-{run}")] = (min(steps), min(val_batches + checks))
+    store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+    rows = run_query(store, "q7", {"dataset": "ds"}, schema=schema).rows
+    got = {r[0]: (r[1], r[4]) for r in rows}
+    assert got == expected
+    assert [r[0] for r in rows] == sorted(expected, key=lambda m: expected[m][0])
+
+
 ADAPTIVE = SPEC + """\
   - name: epoch
     kind: section

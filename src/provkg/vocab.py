@@ -253,6 +253,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     LinkAssertion: str          # a domain link added after the fact (`provkg link`)
     index: str                  # position of a section in its parent (epoch / batch number)
     dependsOn: str              # a section waited for another (sub-property of prov:wasInformedBy)
+    innermost: str              # a section transformation with no sections of its own (batches)
     status: str                 # "finished" | "failed"
     message: str                # failure message
     host: str

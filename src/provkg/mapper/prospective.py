@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from provkg.mapper import tagged, typed
 from provkg.mapper.common import Minter
-from provkg.mapper.terms import LABEL, PL, A, term_of
+from provkg.mapper.terms import LABEL, PK, PL, A, term_of
 from provkg.spec import Spec
 from provkg.term import Triple, literal
 
@@ -32,6 +32,7 @@ def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Tr
         yield st, LABEL, literal(s.name)
         if s.location is not None:
             yield st, PL.location, literal(s.location, "http://www.w3.org/2001/XMLSchema#anyURI")
+    parents = {t.of for t in spec.transformations if t.kind == "section"}
     for t in spec.transformations:
         tr = mint.spec(spec.workflow, t.name)
         stage = spec.stage_kind(t.name)
@@ -46,6 +47,8 @@ def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Tr
         yield tr, PL.isPartOf, wf
         if t.kind == "section" and t.of is not None:
             yield tr, PL.isPartOf, mint.spec(spec.workflow, t.of)
+            if t.name not in parents:
+                yield tr, PK.innermost, literal(True)
         for side, link in (("used", PL.hasInput), ("generated", PL.hasOutput)):
             for a in getattr(t, side):
                 at = mint.spec(spec.workflow, t.name, a.name)

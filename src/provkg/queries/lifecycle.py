@@ -361,9 +361,20 @@ def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out:
     summarised = subquery([key, "?ep", f"({out}_sv AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section_summary("?ep", "?sum", measure="?measure", **{stat: f"{out}_sv"})])
+    # innermost sections directly under the stage (a validation's batches without epochs),
+    # in full or as the stage's summary of them
+    innermost = [*anchor, P.innermost_sections(stage_var, "?leaf_t")]
+    direct = subquery([key, "(?leaf AS ?ep)", f"({agg}(?bv) AS {out}_ep)"], [
+        *innermost, P.link("?leaf prov:wasInfluencedBy ?leaf_t", f"?leaf prov:wasInformedBy {stage_var}"),
+        P.model_evaluation("?leaf", "?bl", "?bv", schema, name="?measure")],
+        group_by=[key, "?leaf"], having="COUNT(?bv) > 0")
+    direct_summary = subquery([key, "(?leaf AS ?ep)", f"({out}_dv AS {out}_ep)"], [
+        *innermost, P.section_summary(stage_var, "?leaf", measure="?measure", **{stat: f"{out}_dv"}),
+        P.link("?leaf prov:wasInfluencedBy ?leaf_t")])
     # HAVING: rdflib makes one empty group of an aggregate over no solution, which then
     # joined every model (a row per model for a measure no batch has)
-    return subquery([key, f"({agg}({out}_ep) AS {out})"], [union([per_epoch], [summarised])],
+    return subquery([key, f"({agg}({out}_ep) AS {out})"],
+                    [union([per_epoch], [summarised], [direct], [direct_summary])],
                     group_by=[key], having=f"COUNT({out}_ep) > 0")
 
 
