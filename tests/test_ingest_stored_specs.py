@@ -174,3 +174,34 @@ def test_a_large_spec_that_validated_is_read_back_from_the_store() -> None:
     register_spec(store, spec)
     assert [s.workflow for s in stored_specs(store)] == ["big"]
     assert stored_specs(store)[0] == spec and len(spec_document(spec)) > 0
+
+
+STORED = """\
+workflow: WF
+phase: preparation
+data_stores:
+  - {name: disk, kind: file system, location: LOCATION}
+transformations:
+  - name: cut
+    used: [{name: volume, store: disk}]
+"""
+
+
+def test_data_stores_are_each_workflow_s_own_and_a_changed_location_replaces_the_old(store) -> None:
+    # found in review: stores were minted per name, so two workflows' `disk` were one node
+    # with both locations, and a spec registered again with a new location kept the old one
+    from provkg.service.ingest import ingest_events
+
+    def spec(workflow: str, location: str):
+        return parse_spec(STORED.replace("WF", workflow).replace("LOCATION", location))
+
+    ingest_events(store, [], specs=[spec("wfA", "file:///mnt/a"), spec("wfB", "s3://bucket/b")])
+    ingest_events(store, [], specs=[spec("wfA", "file:///mnt/a2")])
+    rows = store.select("""PREFIX provlake: <https://w3id.org/provkg/provlake#>
+        PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+        SELECT ?wf ?loc ?kind WHERE {
+          ?w a provlake:Workflow ; rdfs:label ?wf . ?t provlake:isPartOf ?w ; provlake:hasInput ?a .
+          ?a provlake:storedIn ?s . ?s provlake:location ?l ; provlake:tag ?kind .
+          BIND(STR(?l) AS ?loc) } ORDER BY ?wf ?loc""").rows
+    assert [[str(x) for x in r] for r in rows] == [
+        ["wfA", "file:///mnt/a2", "file system"], ["wfB", "s3://bucket/b", "file system"]]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from provkg.mapper import tagged, typed
 from provkg.mapper.common import Minter
-from provkg.mapper.terms import LABEL, PK, PL, A, term_of
+from provkg.mapper.terms import COMMENT, LABEL, PK, PL, A, term_of
 from provkg.spec import Spec
 from provkg.term import Triple, literal
 
@@ -25,11 +25,18 @@ def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Tr
     yield wf, A, PL.Workflow
     yield wf, LABEL, literal(spec.workflow)
     yield wf, PL.tag, literal(spec.phase)
-    stores = {s.name: mint.other("store", s.name) for s in spec.data_stores}
+    # one node per workflow and name: two workflows' "disk" may be two places, and a spec
+    # registered again with a changed location must replace this workflow's (ingest forgets
+    # the old spec's triples by their subjects, which are all this workflow's)
+    stores = {s.name: mint.other("store", spec.workflow, s.name) for s in spec.data_stores}
     for s in spec.data_stores:
         st = stores[s.name]
         yield st, A, PL.DataStore
         yield st, LABEL, literal(s.name)
+        if s.kind is not None:
+            yield st, PL.tag, literal(s.kind)
+        if s.description is not None:
+            yield st, COMMENT, literal(s.description)
         if s.location is not None:
             yield st, PL.location, literal(s.location, "http://www.w3.org/2001/XMLSchema#anyURI")
     parents = {t.of for t in spec.transformations if t.kind == "section"}

@@ -9,10 +9,11 @@ from __future__ import annotations
 from provkg.term import iri
 from provkg.vocab import PROV, PROVKG, PROVLAKE, PROVML, PROVONE, RDF, RDFS, SPROV, Vocabulary
 
-__all__ = ["LABEL", "PK", "PL", "PML", "PO", "SP", "A", "P", "term_of"]
+__all__ = ["COMMENT", "LABEL", "PK", "PL", "PML", "PO", "SP", "A", "P", "term_of"]
 
 A = iri(RDF.type)
 LABEL = iri(RDFS.label)
+COMMENT = iri(RDFS.comment)
 
 
 class _Terms:

@@ -198,7 +198,8 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
     classes it gave stored runs, executions and values, which the new spec then gives
     again (``_retype_update``). Only when a changed spec is registered."""
     wf = mint_iri("spec", old.workflow, base=base)
-    mine = (f"<{wf}>", f"<{wf}/")
+    stores = mint_iri("store", old.workflow, base=base, composite=True)
+    mine = (f"<{wf}>", f"<{wf}/", f"<{stores}/")
     stale = [t for t in map_spec(old, schema=schema, base=base) if t[0].startswith(mine)]
     for chunk in _chunks(stale, 2000):
         store.update("DELETE DATA { " + " ".join(f"{s} {p} {o} ." for s, p, o in chunk) + " }")
