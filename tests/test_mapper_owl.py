@@ -78,3 +78,36 @@ transformations:
     path = tmp_path / "typed.nt"
     path.write_text("".join(f"{s} {p} {o} .\n" for s, p, o in sorted(triples)), encoding="utf-8")
     run_reasoner(load_owlready_world([path]))  # raises ProvkgError when inconsistent
+
+
+@pytest.mark.slow
+def test_one_value_in_every_role_at_once_keeps_the_typed_graph_consistent(tmp_path: Path) -> None:
+    """A value id passed on from role to role (a learning-rate finder's measure used as the
+    training's hyperparameter: found by black-box testing, MLS's ModelEvaluation /
+    HyperParameterSetting disjointness made the store inconsistent). Every pair of value
+    roles at once, so no alignment of a value class may clash with another's."""
+    from provkg.mapper.typed import VALUE_CLASS
+    from provkg.spec import parse_spec
+
+    roles = sorted(VALUE_CLASS)
+    used = ", ".join(f"{{name: a_{r}, role: {r}}}" for r in roles)
+    spec = parse_spec(f"""
+workflow: relay
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used: [{used}]
+""", source="relay")
+    events = [{"type": "task", "event": "begin", "id": "r/train", "time": 2.0, "workflow_id": "r",
+               "transformation": "training",
+               "used": [{"name": f"a_{r}", "value": 0.003, "id": "relay-value"} for r in roles]},
+              {"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "relay"}]
+    triples = set(map_events(events, {"relay": spec}, schema="typed")) | set(map_spec(spec, schema="typed"))
+    value = "<https://w3id.org/provkg/id/value/relay-value>"
+    classes = {o for s, p, o in triples
+               if s == value and p == "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"}
+    assert {f"<{c[1:-1]}>" for c in VALUE_CLASS.values()} <= classes
+    path = tmp_path / "typed.nt"
+    path.write_text("".join(f"{s} {p} {o} .\n" for s, p, o in sorted(triples)), encoding="utf-8")
+    run_reasoner(load_owlready_world([path]))  # raises ProvkgError when inconsistent

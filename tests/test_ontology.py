@@ -502,8 +502,6 @@ UNSATISFIABLE = {
     "ExecutionThatIsAModel": "provml:TrainingExecution, provml:Model",
     "TrainingThatValidates": "provml:TrainingExecution, provml:ValidationExecution",
     "StageThatIsASection": "provml:LearningStageExecution, provml:LearningSectionExecution",
-    "HyperparameterThatIsAnEvaluation":
-        "provml:LearningHyperparameterValue, provml:ModelEvaluation",
     "AttributeThatIsAValue": "provlake:Attribute, provlake:AttributeValue",
     "PlanThatRan": "provml:Training, provml:TrainingExecution",
     "WorkflowThatIsATask": "provlake:WorkflowExecution, provlake:DataTransformationExecution",
@@ -529,6 +527,9 @@ SATISFIABLE = {
     # must not reach these classes)
     "CheckpointReadAsData": "provml:Model, provml:LearningDataset, provml:FeatureSetData",
     "ModelGivenAsHyperparameter": "provml:Model, provml:LearningHyperparameterValue",
+    # a learning-rate finder's measure used as the training's hyperparameter (found by
+    # black-box testing: MLS's ModelEvaluation / HyperParameterSetting disjointness)
+    "MeasureGivenAsHyperparameter": "provml:ModelEvaluation, provml:LearningHyperparameterValue",
     "ChangedStreamData": "s-prov:Data, s-prov:StreamOut",
     # nothing forces a value to be an activity, or a section to be a stage
     "ModelThatIsNoActivity": "provml:Model, [ owl:complementOf prov:Activity ]",
@@ -559,7 +560,7 @@ def test_lifecycle_graph_is_consistent_and_typed_as_the_contract_needs(lifecycle
             vocab.PROVML.LearningStageExecution} <= training
     assert vocab.PROV.Entity not in training
     evaluation = _types(lifecycle_world, BASE + "value-loss")
-    assert {vocab.PROV.Entity, vocab.PROVLAKE.AttributeValue, vocab.MLS.ModelEvaluation} <= evaluation
+    assert {vocab.PROV.Entity, vocab.PROVLAKE.AttributeValue, vocab.PROVML.ModelEvaluation} <= evaluation
     assert vocab.PROV.Activity not in evaluation
     # the paper's synonym: a hyperparameter setting is a hyperparameter value
     assert vocab.PROVML.LearningHyperparameterValue in _types(lifecycle_world, BASE + "value-lr")
