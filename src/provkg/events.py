@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from provkg.errors import BadEvent
-from provkg.term import is_valid_iri
+from provkg.term import is_valid_iri, location_form
 
 __all__ = [
     "FORMAT", "MAX_VALUE_DEPTH", "MAX_TIME", "NotJson", "Value",
@@ -325,7 +325,7 @@ def value_id(value: Value, task_id: str, *, used: bool) -> str:
     if value.id is not None:
         return value.id
     if value.location is not None:
-        return value.location
+        return location_form(value.location)
     return default_value_id(task_id, value.name, used=used)
 
 

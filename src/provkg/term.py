@@ -12,6 +12,8 @@ import json
 import math
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path, PurePath, PureWindowsPath
 from urllib.parse import quote, urlsplit
 
 from provkg.errors import BadParameter
@@ -20,6 +22,7 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
     "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise",
+    "location_form", "path_location",
 ]
 
 #: (subject, predicate, object), each an N-Triples term
@@ -201,3 +204,77 @@ def blank_noise(query: str) -> str:
     """``query`` with its comments, strings and IRIs blanked out, character for character:
     keywords found in it are the query's own, at the same offsets in ``query``."""
     return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)
+
+
+# -- locations: one spelling per place ---------------------------------------------------
+
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+#: what ``quote`` leaves as it is: URI delimiters and existing %-escapes
+_URI_SAFE = ":/?#[]@!$&'()*+,;=%~"
+#: what a path keeps as it is in its file: URI (a path has no query, fragment or escapes)
+_PATH_SAFE = ":/@!$&'()*+,;=~"
+
+
+@lru_cache(maxsize=4096)  # the same few datasets and models, named again and again
+def location_form(uri: str) -> str:
+    """A location URI in the one spelling provkg stores (``capture.ref`` and the mapper): characters a URI cannot hold (a space, an
+    accent) percent-encoded, so a query can name the data as its user wrote the path.
+
+    A local ``file:`` URI takes one spelling (RFC 8089 allows three), so the same file is
+    the same location whichever a program wrote:
+
+    >>> location_form("file:///data/my set.h5")
+    'file:///data/my%20set.h5'
+    >>> location_form("file:/data/a.sgy"), location_form("FILE://localhost/data/a.sgy")
+    ('file:///data/a.sgy', 'file:///data/a.sgy')
+
+    Characters a URI may hold stay as they are, and a ``%`` that starts no escape is one:
+
+    >>> location_form("file:///data/run (1)/café 100%.h5")
+    'file:///data/run%20(1)/caf%C3%A9%20100%25.h5'
+    >>> location_form("file:///data/run%20%281%29%2Ba.h5")  # as Path.as_uri() writes it
+    'file:///data/run%20(1)+a.h5'
+    """
+    # surrogateescape: a name's bytes that are no UTF-8 (os.listdir gives them as lone
+    # surrogates) are escaped as those bytes
+    uri = _one_file_form(_STRAY_PERCENT.sub("%25", quote(uri, safe=_URI_SAFE,
+                                                         errors="surrogateescape")))
+    if uri.startswith("file://"):  # Path.as_uri() escapes ( ) + , = ... : a path shows them
+        uri = _PATH_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), uri)
+    return uri
+
+
+#: in a file: URI's path, the escapes of characters a path segment holds as they are (RFC
+#: 3986 sub-delims, ":" and "@"; "~" and the unreserved ones): decoded, one spelling per file
+_PATH_ESCAPE = re.compile(r"%(2[146789ABCabc]|3[ABDabd]|40|7[Ee]|5[Ff]|2[Dd]|2[Ee])")
+
+
+def path_location(path: str | PurePath) -> str:
+    """The location URI of a local path, in the one spelling :func:`location_form` gives the
+    same file written as a ``file:`` URI (``Path.as_uri()`` escapes ``( ) + , =`` too, so a
+    program that wrote the path and one that wrote the URI named two locations). A ``%`` in a
+    path is a character of its name.
+
+    >>> path_location("/data/run (1)/café 100%.h5"), path_location("/data/run#1?.h5")
+    ('file:///data/run%20(1)/caf%C3%A9%20100%25.h5', 'file:///data/run%231%3F.h5')
+    >>> path_location("/data/caf\\udce9.h5")  # a Latin-1 name, as os.listdir gives it
+    'file:///data/caf%E9.h5'
+    """
+    text = Path(path).expanduser().absolute().as_posix() if not isinstance(path, PureWindowsPath) \
+        else PureWindowsPath(path).as_posix()
+    if not text.startswith("/"):  # C:/data/x.h5
+        text = "/" + text
+    # a path is not a URI: its % # ? [ ] are characters of names, escaped
+    return "file://" + quote(text, safe=_PATH_SAFE, errors="surrogateescape")
+
+
+def _one_file_form(uri: str) -> str:
+    """``file:/x`` and ``file://localhost/x`` (any case of the scheme) as ``file:///x``."""
+    if uri[:5].lower() != "file:":
+        return uri
+    rest = uri[5:]
+    if rest[:12].lower() == "//localhost/":
+        rest = rest[11:]
+    if rest.startswith("/") and not rest.startswith("//"):
+        return "file://" + rest
+    return "file:" + rest

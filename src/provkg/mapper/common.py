@@ -287,14 +287,13 @@ def domain_term(uri: str) -> str:
     return iri(_STRAY_PERCENT.sub("%25", uri) if "%" in uri else uri)
 
 
-def location_bridge(value: str, v: dict[str, Any], mint: Minter) -> list[tuple[str, str, str]]:
+def location_bridge(value: str, vid: str | None, loc: str, mint: Minter) -> list[tuple[str, str, str]]:
     """For a generated value captured with both an ``id`` and a ``location``: the data at
     that location (the node a consumer that knows only the path, ``capture.ref(path)``,
     uses) derives from this value, and is its ``provkg:locationOf`` (which tells this
     bridge apart from other derivations). Without it lineage stopped between the two nodes.
     Nothing for any other value (a used value's id is the producer's; no cycle is added)."""
-    vid, loc = v.get("id"), v.get("location")
-    if vid is None or loc is None or vid == loc:
+    if vid is None or vid == loc:
         return []
     node = mint.value(loc)
     return [(node, P.wasDerivedFrom, value), (node, PK.locationOf, value)]

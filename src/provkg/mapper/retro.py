@@ -21,7 +21,7 @@ from provkg.mapper.common import (
     location_bridge,
 )
 from provkg.mapper.terms import LABEL, PK, PL, A, P
-from provkg.term import literal
+from provkg.term import literal, location_form
 from provkg.vocab import XSD
 
 __all__ = ["map_task_event", "map_workflow_event", "pending_triples"]
@@ -144,7 +144,10 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
     for v in values:
         get = v.get
         name = v["name"]
-        vid = get("id") or get("location") or default_value_id(owner_id, name, used=used)
+        loc = get("location")
+        if loc is not None:  # one node per place, however the client spelled it
+            loc = location_form(loc)
+        vid = get("id") or loc or default_value_id(owner_id, name, used=used)
         vt = mint_value(vid)
         if used:
             append((execution, _USED, vt))
@@ -161,12 +164,11 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         x = get("value")
         if x is not None:
             append((vt, _VALUE, literal(x)))
-        loc = get("location")
         if loc is not None:
             append((vt, PL.location, literal(loc, _ANYURI)))
             append((vt, A, PL.DataReference))
             if not used:
-                out += location_bridge(vt, v, st.mint)
+                out += location_bridge(vt, get("id"), loc, st.mint)
         dom = get("domain")
         if dom is not None:
             append((vt, PL.denotes, domain_term(dom)))

@@ -46,7 +46,7 @@ from provkg.mapper.common import (
 )
 from provkg.mapper.terms import LABEL, PK, PL, PO, SP, A, P
 from provkg.spec import Spec
-from provkg.term import Triple, id_from_iri, literal
+from provkg.term import Triple, id_from_iri, literal, location_form
 from provkg.vocab import XSD
 
 __all__ = ["adaptation_invocations_query", "late_change_update", "late_parameter_triples",
@@ -152,7 +152,10 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
 def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, st: MapState,
            out: list[Triple], *, used: bool, transformation: str | None = None) -> None:
     name = v["name"]
-    vt = st.mint.value(v.get("id") or v.get("location") or default_value_id(owner_id, name, used=used))
+    loc = v.get("location")
+    if loc is not None:  # one node per place, however the client spelled it
+        loc = location_form(loc)
+    vt = st.mint.value(v.get("id") or loc or default_value_id(owner_id, name, used=used))
     out.append((execution, P.used, vt) if used else (vt, P.wasGeneratedBy, execution))
     role = None
     if spec is not None and transformation is not None:
@@ -165,10 +168,10 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
     out.append((vt, LABEL, literal(name)))
     if v.get("value") is not None:
         out.append((vt, P.value, literal(v["value"])))
-    if v.get("location") is not None:
-        out.append((vt, PL.location, literal(v["location"], XSD.anyURI)))
+    if loc is not None:
+        out.append((vt, PL.location, literal(loc, XSD.anyURI)))
         if not used:
-            out += location_bridge(vt, v, st.mint)
+            out += location_bridge(vt, v.get("id"), loc, st.mint)
     if v.get("domain") is not None:
         out.append((vt, PL.denotes, domain_term(v["domain"])))
     for src in v.get("derived_from") or ():
@@ -218,7 +221,8 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
                 (inst, SP.qualifiedChange, change), (inst, SP.hasChanged, literal(True))]
         for v in generated:
             if v["name"] in names:
-                vt = st.mint.value(v.get("id") or v.get("location")
+                loc = v.get("location")
+                vt = st.mint.value(v.get("id") or (location_form(loc) if loc is not None else None)
                                    or default_value_id(e["id"], v["name"], used=False))
                 out += [(inst, SP.wasChangedWith, vt), (change, P.entity, vt)]
 

@@ -16,11 +16,11 @@ import time
 from pathlib import PurePosixPath
 from urllib.parse import quote, unquote
 
-from provkg.capture.values import location_form, path_location
 from provkg.errors import NotFound
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.store import Store, open_store
-from provkg.term import datetime_literal, id_from_iri, iri, is_valid_iri, literal, mint_iri
+from provkg.term import (datetime_literal, id_from_iri, iri, is_valid_iri, literal,
+                         location_form, mint_iri, path_location)
 from provkg.vocab import DEFAULT_BASE, XSD
 
 __all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value"]
