@@ -204,3 +204,23 @@ def test_a_name_yaml_reads_as_a_boolean_or_a_number_says_to_quote_it() -> None:
     text = str(caught.value)
     assert "workflow: Input should be a valid string; quote it" in text
     assert "transformations[0].name: Input should be a valid string; quote it" in text
+
+
+def test_a_data_store_location_is_a_uri_in_the_spelling_values_have() -> None:
+    # found by black-box testing: "/mnt/data lake/raw files" was written as it was, an
+    # xsd:anyURI the reasoner refused; a relative name passed unchecked
+    spec = parse_spec("""
+workflow: w
+phase: preparation
+data_stores:
+  - {name: lake, location: /mnt/data lake/raw files}
+  - {name: bucket, location: "s3://bucket/é"}
+  - {name: local, location: "file://localhost/srv/x"}
+transformations:
+  - name: cut
+""")
+    assert [s.location for s in spec.data_stores] == [
+        "file:///mnt/data%20lake/raw%20files", "s3://bucket/%C3%A9", "file:///srv/x"]
+    with pytest.raises(BadSpec, match=r":5: data_stores\[0\]\.location: expected a URI"):
+        parse_spec("workflow: w\nphase: preparation\ntransformations: [{name: cut}]\n"
+                   "data_stores:\n  - {name: lake, location: data lake}\n")

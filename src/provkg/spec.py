@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictStr, ValidationError
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictStr,
+                      ValidationError)
 
 from provkg.errors import BadSpec, NotFound
-from provkg.term import is_valid_iri
+from provkg.term import is_valid_iri, location_form, path_location
 from provkg.vocab import PREFIXES
 
 __all__ = [
@@ -104,12 +105,24 @@ class Transformation(_Model):
         return None
 
 
+def _store_location(text: str) -> str:
+    """A data store's location in the spelling values' locations have (a path as its
+    ``file:`` URI): it is written as an ``xsd:anyURI``, which a reasoner checks."""
+    if text.startswith(("/", "~")):
+        return path_location(text)
+    form = location_form(text)
+    if not (":" in text[1:] and text[0].isalpha() and is_valid_iri(form)):
+        raise ValueError("expected a URI (file:///data/lake, s3://bucket/prefix) or an "
+                         "absolute path")
+    return form
+
+
 class DataStore(_Model):
     """Where data lives: a file system, an object store, a DBMS."""
 
     name: Name
     kind: StrictStr | None = None
-    location: StrictStr | None = None
+    location: Annotated[StrictStr, AfterValidator(_store_location)] | None = None
     description: StrictStr | None = None
 
 
@@ -318,7 +331,7 @@ def _pydantic_message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
     if err["type"] == "string_type":  # `workflow: no`, `name: 1.10`: YAML read a bool or a number
         return (f"{err['msg']}; quote it (\"...\"): YAML reads yes, no, on, off, true, false and "
                 "numbers as such, not as names")
-    return str(err["msg"])
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 #: the model of each list a spec holds, by field name
