@@ -63,7 +63,6 @@ _IMPORTS: dict[str, str] = {
     "http://www.w3.org/ns/prov-o": "prov-o.ttl",
     "http://www.w3.org/ns/prov": "prov-o.ttl",
     "http://www.w3.org/ns/mls": "MLSchema.ttl",
-    "http://purl.dataone.org/provone/2015/01/15/ontology": "provone.owl",
 }
 
 #: the owl:Ontology IRI each of our files declares (used to resolve imports among ours)
@@ -180,7 +179,7 @@ def ontology_iri(name: str) -> str:
 
 
 def import_paths() -> list[Path]:
-    """Paths of the local copies of the ontologies ours import (PROV-O, MLS, ProvONE, ...)."""
+    """Paths of the local copies of the ontologies ours import (PROV-O, MLS)."""
     folder = _ontology_dir() / "imports"
     return [folder / f for f in dict.fromkeys(_IMPORTS.values())]
 
