@@ -317,6 +317,28 @@ def test_a_section_is_never_part_of_the_run_even_when_its_end_names_no_parent() 
         assert members == {f"<{mint_iri('task', 'tr')}>"}
 
 
+def test_an_adaptation_inside_a_training_is_part_of_the_run_whichever_event_names_its_parent() -> None:
+    # found by black-box testing: the parent on the begin event only (as the capture library
+    # sends it) made the adaptation both informed by the training and "top-level"; with the
+    # parent on both events it was not part of the run. Every task but a section is now
+    spec = lifecycle_spec()
+    head = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": WORKFLOW},
+            {"type": "task", "event": "begin", "id": "tr", "time": 2.0, "workflow_id": "r",
+             "transformation": "training"}]
+    adapt = {"type": "task", "id": "tr/lr@1", "workflow_id": "r", "transformation": "lr_schedule",
+             "index": 1}
+    graphs = []
+    for parent_on_end in (False, True):
+        events = [*head, {**adapt, "event": "begin", "time": 3.0, "parent": "tr"},
+                  {**adapt, "event": "end", "time": 4.0, "status": "finished",
+                   **({"parent": "tr"} if parent_on_end else {})}]
+        graphs.append(set(map_events(events, {WORKFLOW: spec})))
+    assert graphs[0] == graphs[1]
+    task = f"<{mint_iri('task', 'tr/lr@1')}>"
+    assert (task, PL.isPartOf, f"<{mint_iri('run', 'r')}>") in graphs[0]
+    assert (task, f"<{PROV.wasInformedBy}>", f"<{mint_iri('task', 'tr')}>") in graphs[0]
+
+
 def test_a_run_id_sent_by_two_workflows_is_warned_about() -> None:
     # found by black-box testing: a reused id (a SLURM job id) silently made one run of two
     state = MapState({})

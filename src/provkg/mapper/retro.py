@@ -100,9 +100,11 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     parent = get("parent")
     if parent is not None:
         append((t, _INFORMED_BY, mint.task(parent)))
-    elif tt is not None and tt.kind != "section":
-        # top-level tasks only: clients name a section's parent on its begin event alone, so
-        # its end event says nothing of a parent (a pending event is mapped again with tt)
+    if tt is not None and tt.kind != "section":
+        # every task but a section, parent or not: clients name a parent on the begin event
+        # alone, so an end event cannot tell an adaptation inside a training from a stage
+        # (found by black-box testing: a parent on the begin made it both). Sections are
+        # reached from their stage (a pending event is mapped again with tt)
         append((t, PL.isPartOf, mint.run(e["workflow_id"])))
     deps = get("dependencies")
     if deps:
