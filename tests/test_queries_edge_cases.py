@@ -472,6 +472,34 @@ def test_q7_takes_batches_directly_under_a_stage_and_not_an_epoch_s_own_measure(
     assert [r[0] for r in rows] == sorted(expected, key=lambda m: expected[m][0])
 
 
+EPOCHS = LEARNING + """\
+  - name: epoch
+    kind: section
+    of: training
+    generated: [{name: loss, role: evaluation_measure}]
+"""
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_p1_takes_the_latest_epoch_that_did_not_fail(store, schema):
+    # found by black-box testing: an epoch ended by an exception or SIGTERM (status failed,
+    # a partial time, no loss) was p1's "latest epoch"; a device killed with -9 left its last
+    # whole epoch instead. Now both give the last whole epoch
+    spec, t0 = parse_spec(EPOCHS), 1_700_000_000.0
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": t0, "workflow": "fit"},
+              {"type": "task", "event": "begin", "id": "tr", "time": t0, "workflow_id": "r",
+               "transformation": "training", "used": [{"name": "train_set", "id": "ds"}]}]
+    for i, (status, loss) in enumerate((("finished", 0.9), ("finished", 0.5), ("failed", None))):
+        ep = {"type": "task", "id": f"ep{i}", "workflow_id": "r", "transformation": "epoch",
+              "index": i}
+        events += [{**ep, "event": "begin", "time": t0 + 10 * i, "parent": "tr"},
+                   {**ep, "event": "end", "time": t0 + 10 * i + 2 + i, "status": status,
+                    "generated": [] if loss is None else [{"name": "loss", "value": loss}]}]
+    store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+    rows = run_query(store, "p1", {"workflow": "fit"}, schema=schema).rows
+    assert [r[2:] for r in rows] == [[1, 3.0, 0.5]]
+
+
 ADAPTIVE = SPEC + """\
   - name: epoch
     kind: section

@@ -207,18 +207,24 @@ def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                   order_by=["?rank", "STR(?training)"])
 
 
+_FINISHED_E = 'FILTER NOT EXISTS { ?e provkg:status "failed" }'
+_FINISHED_EP = 'FILTER NOT EXISTS { ?ep provkg:status "failed" }'
+
+
 def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
-    # the latest epoch that ended: one still running has no time yet (online use: a running
-    # training stayed out of the answer until its epoch ended)
+    # the latest epoch that ended, and did not fail: one still running has no time yet
+    # (online use: a running training stayed out of the answer until its epoch ended); one
+    # ended by an exception or SIGTERM had a partial time and no loss, where a device killed
+    # with -9 showed its last whole epoch (found by black-box testing)
     latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
                       [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
-                       P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end")],
+                       P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end"), _FINISHED_E],
                       group_by=["?training"])
     epochs = [*_trainings(t, schema), P.section("?ep", "?training", "training", schema)]
     # anchored inline and in the OPTIONAL, BINDs last: see d3
     where = [*epochs, latest,
              P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
-                    "?ep prov:endedAtTime ?end"),
+                    "?ep prov:endedAtTime ?end"), _FINISHED_EP,
              _anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
                                                            name=literal("loss"))),
              _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s")]
