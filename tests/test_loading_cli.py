@@ -219,3 +219,20 @@ def test_replace_swaps_a_graph_all_or_nothing(store, tmp_path: Path, capsys) -> 
     assert store.count() == 3  # the default graph's provenance untouched, no staging left
     assert main(["load", str(v2), "--replace", "--store", "memory:"]) == 1
     assert "--replace needs --graph" in capsys.readouterr().err
+
+
+def test_quads_are_refused_with_a_graph_before_anything_is_loaded(tmp_path: Path, capsys) -> None:
+    # found by black-box testing: "2 triples -> urn:g:other" while the quad that names its
+    # graph went to that graph, and --replace kept that graph's old triples
+    store_dir = tmp_path / "st"
+    ttl, nq = tmp_path / "a.ttl", tmp_path / "q.nq"
+    ttl.write_text("<http://example.org/a> <http://example.org/p> \"in a\" .\n")
+    nq.write_text("<http://example.org/b> <http://example.org/p> \"in g\" <urn:g:q> .\n")
+    for extra in ([], ["--replace"]):
+        assert main(["load", str(ttl), str(nq), "--graph", "urn:g:other", *extra,
+                     "--store", f"oxigraph:{store_dir}"]) == 1
+        err = capsys.readouterr().err
+        assert "q.nq: N-Quads and TriG name the graph of each quad" in err and "a.ttl" not in err
+    with open_store(f"oxigraph:{store_dir}") as store:
+        assert store.select("SELECT * WHERE { ?s ?p ?o }").rows == []
+        assert store.select("SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }", hide_system_graphs=False).rows == []

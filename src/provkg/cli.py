@@ -99,10 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
             "Loads ontologies or domain knowledge graphs. The format comes from the file\n"
             "extension (.ttl .nt .nq .rdf .owl .xml, optionally .gz) or --format. A file that\n"
             "does not parse is left out whole and named (with its line) after the others are\n"
-            "loaded; the exit status is then 1.\n\nexamples:\n"
-            "  provkg load examples/seismic/kg/seismic-kg.ttl\n"
+            "loaded; the exit status is then 1.\n\n"
+            "Load a domain KG into a named graph of its own (--graph): queries read every\n"
+            "graph, and a corrected version can then replace it (--replace). The default\n"
+            "graph holds the provenance and only grows: a fixed KG loaded there again is\n"
+            "added beside the old facts. N-Quads and TriG name their own graphs (no --graph).\n"
+            "\nexamples:\n"
+            "  provkg load seismic-kg.ttl --graph https://example.org/kg/seismic\n"
             "  provkg load wells.nt.gz --graph https://example.org/kg/wells\n"
-            "  provkg load wells-v2.ttl --graph https://example.org/kg/wells --replace")
+            "  provkg load wells-v2.ttl --graph https://example.org/kg/wells --replace\n"
+            "  provkg load ontology.ttl")
     _store_arg(p)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--graph", default=None, help="named graph IRI to load into (default graph if omitted)")
