@@ -371,3 +371,17 @@ def test_one_place_spelled_many_ways_is_one_value(schema: str) -> None:
     assert locations == {'"file:///lake/%C3%A9t%C3%A9%201.h5"^^<http://www.w3.org/2001/XMLSchema#anyURI>'}
     nodes = {s for s, p, o in triples if p == "<https://w3id.org/provkg/provlake#location>"}
     assert nodes == {"<" + mint_iri("value", "file:///lake/%C3%A9t%C3%A9%201.h5") + ">"}
+
+
+def test_sprov_keeps_a_task_s_agent_and_a_negative_index() -> None:
+    # found by black-box testing: typed and tagged kept both, S-PROV dropped them unsaid
+    spec = lifecycle_spec()
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": WORKFLOW},
+              {"type": "task", "event": "begin", "id": "tr", "time": 2.0, "workflow_id": "r",
+               "transformation": "training", "agent": "bot", "index": -1}]
+    g = set(map_events(events, {WORKFLOW: spec}, schema="sprov"))
+    task, agent = T("task", "tr"), T("agent", "bot")
+    assert (task, iri(PROV.wasAssociatedWith), agent) in g
+    assert (agent, iri(RDF.type), iri(PROV.Agent)) in g
+    assert (task, iri(PROVKG.index), literal(-1)) in g
+    assert not any(p == iri(SPROV.invocationIndex) for s, p, o in g if s == task)

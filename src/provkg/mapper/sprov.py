@@ -14,7 +14,8 @@ Mapping (every IRI minted from ids, so any order of events gives the same graph)
     tr running in R      <instance/R/tr>  a s-prov:ComponentInstance ; prov:actedOnBehalfOf <spec/W/tr> ;
                                        prov:atLocation <process/...>
     task T               <task/T>      a s-prov:Invocation ; prov:wasAssociatedWith <instance/R/tr> ;
-                                       [s-prov:invocationIndex N] ; prov:startedAtTime / prov:endedAtTime ;
+                                       [prov:wasAssociatedWith <agent/A>] ;
+                                       [s-prov:invocationIndex N (provkg:index if N < 0)] ; prov:startedAtTime / prov:endedAtTime ;
                                        s-prov:lastEventTime (end) ; prov:wasInformedBy <task/PARENT>, <task/DEP> ;
                                        [provkg:status "failed" ; s-prov:message "..."]
     value V              <value/V>     a s-prov:Data (s-prov:ComponentParameters for hyperparameter
@@ -85,9 +86,7 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
         out.append((r, P.startedAtTime, t))
     else:
         out += [(r, P.endedAtTime, t), (r, SP.lastEventTime, t)]
-    if e.get("agent") is not None:
-        a = st.mint.agent(e["agent"])
-        out += [(r, P.wasAssociatedWith, a), (a, A, P.Agent), (a, LABEL, literal(e["agent"]))]
+    _agent(e, r, st, out)
     env = e.get("environment")
     if env and env.get("host") is not None:
         proc = st.mint.other("process", run_id)
@@ -115,6 +114,12 @@ def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
     return inst
 
 
+def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[Triple]) -> None:
+    if e.get("agent") is not None:
+        a = st.mint.agent(e["agent"])
+        out += [(subject, P.wasAssociatedWith, a), (a, A, P.Agent), (a, LABEL, literal(e["agent"]))]
+
+
 def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
                    wt: WorkflowTerms | None, tt: TransformationTerms | None) -> None:
     """Triples of a task begin / end event (``wt`` / ``tt`` None: run not known yet)."""
@@ -139,8 +144,12 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
         out.append((t, P.wasInformedBy, st.mint.task(e["parent"])))
     for d in e.get("dependencies") or ():
         out.append((t, P.wasInformedBy, st.mint.task(d)))
-    if e.get("index") is not None and e["index"] >= 0:
-        out.append((t, SP.invocationIndex, literal(e["index"], XSD.nonNegativeInteger)))
+    _agent(e, t, st, out)  # the task's own agent, as the typed and tagged schemas keep it
+    index = e.get("index")
+    if index is not None:
+        # S-PROV's index is non-negative; another number is kept as the typed schema keeps it
+        out.append((t, SP.invocationIndex, literal(index, XSD.nonNegativeInteger)) if index >= 0
+                   else (t, PK.index, literal(index)))
     for side in ("used", "generated"):
         for v in e.get(side) or ():
             _value(v, t, task_id, wt.spec if wt else None, st, out, used=side == "used",
