@@ -189,3 +189,18 @@ def test_a_body_that_is_not_utf8_is_named_as_such():
     for body in (good.encode("utf-16"), gzip.compress(good.encode())):
         with pytest.raises(NotJson, match=r"^not UTF-8 text \(byte \d+\): events are JSON in UTF-8"):
             parse_batch(body)
+
+
+def test_a_bad_domain_gets_one_message_whichever_check_refused_it() -> None:
+    # found by black-box testing: a domain with a space was told a location's message
+    # (file:///data/a.csv, s3://...), one with a stray % an IRI's
+    from provkg.errors import BadEvent
+    from provkg.events import parse_event
+
+    messages = set()
+    for domain in ("https://x.org/a b", "not an iri", "https://x.org/100%"):
+        with pytest.raises(BadEvent) as info:
+            parse_event({"type": "task", "event": "begin", "id": "t", "time": 1.0, "workflow_id": "r",
+                         "transformation": "x", "used": [{"name": "f", "domain": domain}]})
+        messages.add(str(info.value).split("domain: ", 1)[1])
+    assert len(messages) == 1 and "absolute IRI of the domain KG" in messages.pop()

@@ -212,6 +212,10 @@ class _Model(BaseModel):
                               allow_inf_nan=False)
 
 
+_NOT_AN_IRI = ("must be an absolute IRI of the domain KG (https://kg.example.org/well/7: "
+               "scheme:..., no spaces or <>\"{}|^`\\, % only as %XX, a numeric port)")
+
+
 class Value(_Model):
     """One used or generated value: a scalar, a list, null, or data by reference."""
 
@@ -227,8 +231,7 @@ class Value(_Model):
     def _domain_is_an_iri(cls, v: str | None) -> str | None:
         # it becomes an IRI node of the graph, so it must be one RDF stores accept
         if v is not None and not is_valid_iri(v):
-            raise ValueError("must be an absolute IRI (scheme:..., no spaces or <>\"{}|^`\\, "
-                             "% only as %XX, a numeric port)")
+            raise ValueError(_NOT_AN_IRI)
         return v
 
 
@@ -355,6 +358,8 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":  # pydantic's text echoes the submitted tag
             msg = "'type' must be 'workflow' or 'task'"
+        elif err["type"] == "string_pattern_mismatch" and err["loc"][-1:] == ("domain",):
+            msg = _NOT_AN_IRI  # one message for a domain IRI, whichever check refused it
         elif err["type"] == "string_pattern_mismatch":  # only URIs have a pattern; not the regex
             msg = ("not a URI: expected scheme:rest (file:///data/a.csv, s3://bucket/key) without "
                    "spaces, quotes, <, >, {, }, |, ^, ` or backslashes (percent-encode them: a "
