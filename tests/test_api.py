@@ -150,9 +150,17 @@ def test_specs_yaml_and_json(server: ApiServer) -> None:
         refused = server.http.post("/v1/specs", content=not_json,
                                    headers={**AUTH, "Content-Type": "application/json"})
         assert refused.status_code == 400 and "not valid JSON" in refused.json()["detail"]
+    # YAML aliases, as the CLI reads them (black-box testing: the API refused any alias)
+    aliased = (b"workflow: api-aliased\nphase: learning\ntransformations:\n"
+               b"  - {name: a, kind: training, used: &hp [{name: lr, role: hyperparameter}]}\n"
+               b"  - {name: b, kind: training, used: *hp}\n")
+    accepted = server.http.post("/v1/specs", content=aliased,
+                                headers={**AUTH, "Content-Type": "application/yaml"})
+    assert accepted.status_code == 201, accepted.text
     listed = server.http.get("/v1/specs").json()
-    assert [s["workflow"] for s in listed] == ["api-other", "api-training"]
-    assert listed[1]["transformations"][0]["used"][0] == {"name": "learning_rate", "role": "hyperparameter"}
+    assert [s["workflow"] for s in listed] == ["api-aliased", "api-other", "api-training"]
+    assert listed[0]["transformations"][1]["used"] == [{"name": "lr", "role": "hyperparameter"}]
+    assert listed[2]["transformations"][0]["used"][0] == {"name": "learning_rate", "role": "hyperparameter"}
 
 
 @pytest.mark.parametrize("encoding", ["identity", "gzip", "zstd"])
