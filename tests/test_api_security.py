@@ -289,7 +289,10 @@ def test_service_is_refused_and_fetches_nothing(server: ApiServer, unchanged: No
     for text in [f"SELECT * {{ SERVICE <{endpoint}> {{ ?s ?p ?o }} }}",
                  f"PREFIX e: <http://127.0.0.1:{port}/> SELECT * {{ SERVICE SILENT e:sparql {{ ?s ?p ?o }} }}",
                  f"SELECT * {{ BIND(<{endpoint}> AS ?e) SERVICE ?e {{ ?s ?p ?o }} }}",
-                 f"ASK {{ OPTIONAL {{ SERVICE <{endpoint}> {{ ?s ?p ?o }} }} }}"]:
+                 f"ASK {{ OPTIONAL {{ SERVICE <{endpoint}> {{ ?s ?p ?o }} }} }}",
+                 # a comment ends at CR for SPARQL and Oxigraph, at LF only for rdflib's
+                 # grammar: the guard read a comment, the store a SERVICE (black-box testing)
+                 f"SELECT * WHERE {{ BIND(1 AS ?a) # x\r SERVICE <{endpoint}> {{ ?s ?p ?o }}\n}}"]:
         for response in _sparql_requests(server.http, text)[:3]:
             assert_clear_4xx(response, status=400, mentions="SERVICE")
     time.sleep(0.3)

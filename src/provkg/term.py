@@ -195,9 +195,10 @@ def ntriples_line(t: Triple) -> str:
     return f"{t[0]} {t[1]} {t[2]} .\n"
 
 
-#: what hides SPARQL keywords: comments, long and short strings, IRIs (blanked before a scan)
-SPARQL_NOISE = re.compile(r'#[^\n]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
-                          r'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
+#: what hides SPARQL keywords: comments (to CR or LF, as SPARQL and Oxigraph end them), long and
+#: short strings, IRIs (blanked before a scan)
+SPARQL_NOISE = re.compile(r'#[^\n\r]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                          r'|"(?:[^"\\\n\r]|\\.)*"|\'(?:[^\'\\\n\r]|\\.)*\'|<[^<>"{}|^`\\\s]*>')
 
 
 def blank_noise(query: str) -> str:

@@ -99,13 +99,19 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
     from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 
     _check_size(text)
+    # SPARQL ends a comment at CR or LF, as Oxigraph does; rdflib's grammar at LF only, so
+    # "# x\r SERVICE <...>" was a comment to this guard and a SERVICE call to the store
+    # (found by black-box testing: server-side request forgery). The guard parses the text
+    # with CR read as LF, which changes no token of the query (CR is whitespace, or ends a
+    # comment, or sits in a long string), and the store runs the text as sent.
+    view = text.replace("\r", "\n")
     try:
         with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe (found by black-box testing)
-            parsed = parseQuery(text)
+            parsed = parseQuery(view)
     except RecursionError:
         raise QuerySyntaxError("query nests too deeply to parse") from None
     except ParseBaseException as exc:
-        if _is_update(text, parseUpdate):
+        if _is_update(view, parseUpdate):
             raise ReadOnlyQuery(_UPDATE_REFUSED) from None
         raise QuerySyntaxError(f"SPARQL syntax error: {exc.msg}", line=exc.lineno,
                                column=exc.col) from None
