@@ -313,6 +313,24 @@ def test_sparql_syntax_errors_are_4xx(server: ApiServer, unchanged: None, text: 
         assert_clear_4xx(response)
 
 
+def test_writes_a_web_page_could_send_without_a_preflight_are_refused(server: ApiServer,
+                                                                      unchanged: None) -> None:
+    # found by black-box testing: on a server with no token, a spec as text/plain and events
+    # with no Content-Type were accepted: what any web page may POST to 127.0.0.1 unasked
+    spec = b"workflow: forged\nphase: learning\ntransformations: [{name: t}]\n"
+    def post(path: str, body: bytes, content_type: str | None) -> httpx.Response:
+        request = server.http.build_request("POST", path, content=body, headers=AUTH)
+        request.headers.pop("Content-Type", None)  # none at all, not even the client's default
+        if content_type:
+            request.headers["Content-Type"] = content_type
+        return server.http.send(request)
+
+    for content_type in ("text/plain", None, "application/x-www-form-urlencoded", "multipart/form-data"):
+        assert_clear_4xx(post("/v1/specs", spec, content_type), status=415)
+        assert_clear_4xx(post("/v1/events", batch(event(5)), content_type), status=415)
+    assert server.http.get("/v1/specs").json() == []
+
+
 def test_sparql_protocol_misuse(server: ApiServer) -> None:
     assert_clear_4xx(server.http.get("/v1/sparql"), status=400, mentions="query")
     assert_clear_4xx(server.http.get("/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))

@@ -15,8 +15,11 @@ from provkg.api.openapi import SPEC_EXAMPLE, WRITE_SECURITY, error_responses
 
 router = APIRouter(tags=["specs"])
 
+# not text/plain, and not a body without a type: a web page may send those to 127.0.0.1
+# without asking first (no CORS preflight), which let any site replace a spec on a server
+# with no token (found by black-box testing)
 _SPEC_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
-               "application/json", "text/plain", "")
+               "application/json")
 _SPEC_BYTES = 1024 * 1024  # specs are small; a larger body is a mistake or an attack
 
 
