@@ -136,7 +136,7 @@ def test_errors_name_the_field_and_never_echo_the_value(server: ApiServer, uncha
 
 def test_content_length_over_the_limit_is_refused_before_reading(server: ApiServer, unchanged: None) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
-        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      + f"Authorization: Bearer {TOKEN}\r\nContent-Length: {100 * 2**20}\r\n\r\n".encode())
         reply = _read_reply(conn)
     assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
@@ -149,7 +149,7 @@ def test_100_mb_chunked_body_is_cut_off_at_the_limit(server: ApiServer, unchange
     sent = 0
     reply = b""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
-        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        conn.sendall(b"POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      + f"Authorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
         conn.settimeout(0.0)
         pending = b""
@@ -329,6 +329,16 @@ def test_writes_a_web_page_could_send_without_a_preflight_are_refused(server: Ap
         assert_clear_4xx(post("/v1/specs", spec, content_type), status=415)
         assert_clear_4xx(post("/v1/events", batch(event(5)), content_type), status=415)
     assert server.http.get("/v1/specs").json() == []
+
+
+def test_a_loopback_server_answers_only_for_loopback_host_names(server: ApiServer) -> None:
+    # found by black-box testing: any Host was served, so a DNS-rebinding page (its own name
+    # re-pointed at 127.0.0.1) could read the store from a browser on this machine
+    for host in ("attacker.example", f"attacker.example:{server.port}", "127.0.0.1.nip.io", "[::2]:1"):
+        refused = server.http.get("/v1/specs", headers={"Host": host})
+        assert_clear_4xx(refused, status=421, mentions="loopback")
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", "[::1]", "LOCALHOST"):
+        assert server.http.get("/v1/specs", headers={"Host": host}).status_code == 200, host
 
 
 def test_sparql_protocol_misuse(server: ApiServer) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 
 from provkg import __version__
@@ -169,6 +170,48 @@ class _HeadAsGet:
         await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
+def _is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1, localhost and *.localhost (RFC 6761); not 127.0.0.1.nip.io."""
+    import ipaddress
+
+    host = host.strip().lower().rstrip(".")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
+
+
+def _host_name(header: str) -> str:
+    """The host name of a Host header: ``[::1]:8000`` -> ``::1``, ``a.b:80`` -> ``a.b``."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class _LoopbackOnly:
+    """On a server bound to loopback, only requests for a loopback host name: a web page whose
+    name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name as Host, and
+    would otherwise read /v1/sparql and the specs from the browser (found by black-box
+    testing). 421, as for a request meant for another server."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")
+            if host and not _is_loopback(_host_name(host)):
+                body = orjson.dumps({"error": "misdirected", "detail": (
+                    "this server listens on a loopback address and answers requests for "
+                    "127.0.0.1 or localhost only (another host name is what a DNS-rebinding "
+                    "web page sends); to serve other machines, start it with --host")})
+                await send({"type": "http.response.start", "status": 421, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(settings: Settings | None = None, *, service: Service | None = None) -> FastAPI:
     """Build the API. ``settings`` defaults to :func:`provkg.config.get_settings` (env ``PROVKG_*``).
 
@@ -211,4 +254,6 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(_HeadAsGet)
+    if _is_loopback(settings.host):
+        app.add_middleware(_LoopbackOnly)
     return app
