@@ -500,6 +500,37 @@ def test_p1_takes_the_latest_epoch_that_did_not_fail(store, schema):
     assert [r[2:] for r in rows] == [[1, 3.0, 0.5]]
 
 
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q4_combines_an_epoch_run_again_under_its_index_at_either_granularity(store, schema):
+    # found by black-box testing: an epoch retried under the same index was one q4 row in
+    # full and a row per run from summaries
+    t0 = 1_700_000_000.0
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": t0, "workflow": "fit"},
+              {"type": "task", "event": "begin", "id": "tr", "time": t0, "workflow_id": "r",
+               "transformation": "training", "used": [{"name": "train_set", "id": "ds"}]}]
+    clock = t0 + 1
+    for run, seconds in (("e1", (0.5, 1.5, 2.0)), ("e1-retry", (0.25, 1.0))):
+        ep = {"type": "task", "id": run, "workflow_id": "r", "transformation": "epoch", "index": 1}
+        events.append({**ep, "event": "begin", "time": clock, "parent": "tr"})
+        for b, s in enumerate(seconds):
+            batch = {"type": "task", "id": f"{run}/b{b}", "workflow_id": "r",
+                     "transformation": "batch", "index": b}
+            events += [{**batch, "event": "begin", "time": clock, "parent": run},
+                       {**batch, "event": "end", "time": clock + s, "status": "finished",
+                        "generated": [{"name": "loss", "value": s}]}]
+            clock += 10
+        events.append({**ep, "event": "end", "time": clock, "status": "finished"})
+    answers = []
+    for granularity in ("full", "summary"):
+        text = SECTIONED if granularity == "full" else SECTIONED.replace(
+            "    of: epoch\n", "    of: epoch\n    granularity: summary\n")
+        spec = parse_spec(text)
+        store.clear()
+        store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+        answers.append(run_query(store, "q4", {"dataset": "ds"}, schema=schema).rows)
+    assert answers[0] == answers[1] == [[mint_iri("task", "tr"), 1, 5, 1.05, 0.25, 2.0]]
+
+
 ADAPTIVE = SPEC + """\
   - name: epoch
     kind: section
