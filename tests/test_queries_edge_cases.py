@@ -531,6 +531,46 @@ def test_q4_combines_an_epoch_run_again_under_its_index_at_either_granularity(st
     assert answers[0] == answers[1] == [[mint_iri("task", "tr"), 1, 5, 1.05, 0.25, 2.0]]
 
 
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_q7_is_the_same_at_either_granularity_in_any_order_with_two_values_and_a_nan(store, schema):
+    # found by black-box testing: a batch sending a loss on its begin and another on its end
+    # was summarised with whichever came first; a "NaN" accuracy (a string) was the best
+    # in full, and left out of the summary
+    text = SECTIONED.replace("      - {name: loss, role: evaluation_measure}\n",
+                             "      - {name: loss, role: evaluation_measure}\n"
+                             "      - {name: accuracy, role: evaluation_measure}\n")
+    t0 = 1_700_000_000.0
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": t0, "workflow": "fit"},
+              {"type": "task", "event": "begin", "id": "tr", "time": t0, "workflow_id": "r",
+               "transformation": "training", "used": [{"name": "train_set", "id": "ds"}]},
+              {"type": "task", "event": "end", "id": "tr", "time": t0 + 9, "workflow_id": "r",
+               "transformation": "training", "status": "finished",
+               "generated": [{"name": "model", "id": "m"}]},
+              {"type": "task", "event": "begin", "id": "ep", "time": t0 + 1, "workflow_id": "r",
+               "transformation": "epoch", "parent": "tr", "index": 0},
+              {"type": "task", "event": "end", "id": "ep", "time": t0 + 8, "workflow_id": "r",
+               "transformation": "epoch", "status": "finished"}]
+    for b, (begin_loss, end_loss, accuracy) in enumerate(((9.0, 0.25, 0.5), (None, 1.0, "NaN"))):
+        batch = {"type": "task", "id": f"b{b}", "workflow_id": "r", "transformation": "batch", "index": b}
+        events += [{**batch, "event": "begin", "time": t0 + 2 + b, "parent": "ep",
+                    "generated": [] if begin_loss is None else [{"name": "loss", "value": begin_loss}]},
+                   {**batch, "event": "end", "time": t0 + 2.5 + b, "status": "finished",
+                    "generated": [{"name": "loss", "value": end_loss},
+                                  {"name": "accuracy", "value": accuracy}]}]
+    answers = set()
+    for granularity in ("full", "summary"):
+        spec = parse_spec(text if granularity == "full" else text.replace(
+            "    of: epoch\n", "    of: epoch\n    granularity: summary\n"))
+        for order in (events, events[::-1]):
+            store.clear()
+            store.add([*map_spec(spec, schema=schema), *map_events(order, {"fit": spec}, schema=schema)])
+            loss = run_query(store, "q7", {"dataset": "ds"}, schema=schema).rows
+            accuracy = run_query(store, "q7", {"dataset": "ds", "measure": "accuracy"}, schema=schema).rows
+            answers.add((granularity, tuple(loss[0][:2]), tuple(accuracy[0][:2])))
+    model = mint_iri("value", "m")
+    assert {a[1:] for a in answers} == {((model, 0.25), (model, 0.5))}, answers
+
+
 ADAPTIVE = SPEC + """\
   - name: epoch
     kind: section

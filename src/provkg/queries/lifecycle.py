@@ -369,10 +369,13 @@ def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out:
     second walk from the anchor to the epochs (Q7 with summaries: 300 fewer lookups per
     stage)."""
     agg, stat = ("MIN", "minValue") if least else ("MAX", "maxValue")
+    # numbers only: a "NaN" sent for a diverged batch is a string, which MAX ranked above
+    # every number (found by black-box testing); summaries count numbers only as well
+    numeric = "FILTER(isNumeric(?bv))"
     per_epoch = subquery([key, "?ep", f"({agg}(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section("?batch", "?ep", kind, schema),
-        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure")],
+        P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure"), numeric],
         group_by=[key, "?ep"], having="COUNT(?bv) > 0")
     # epochs whose batches were kept only as a summary (spec ``granularity: summary``)
     summarised = subquery([key, "?ep", f"({out}_sv AS {out}_ep)"], [
@@ -383,7 +386,7 @@ def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out:
     innermost = [*anchor, P.innermost_sections(stage_var, "?leaf_t")]
     direct = subquery([key, "(?leaf AS ?ep)", f"({agg}(?bv) AS {out}_ep)"], [
         *innermost, P.link("?leaf prov:wasInfluencedBy ?leaf_t", f"?leaf prov:wasInformedBy {stage_var}"),
-        P.model_evaluation("?leaf", "?bl", "?bv", schema, name="?measure")],
+        P.model_evaluation("?leaf", "?bl", "?bv", schema, name="?measure"), numeric],
         group_by=[key, "?leaf"], having="COUNT(?bv) > 0")
     direct_summary = subquery([key, "(?leaf AS ?ep)", f"({out}_dv AS {out}_ep)"], [
         *innermost, P.section_summary(stage_var, "?leaf", measure="?measure", **{stat: f"{out}_dv"}),
