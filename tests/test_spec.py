@@ -224,3 +224,20 @@ transformations:
     with pytest.raises(BadSpec, match=r":5: data_stores\[0\]\.location: expected a URI"):
         parse_spec("workflow: w\nphase: preparation\ntransformations: [{name: cut}]\n"
                    "data_stores:\n  - {name: lake, location: data lake}\n")
+
+
+def test_only_an_innermost_section_may_be_a_summary() -> None:
+    # found by black-box testing: epochs summarised with their batches kept in full lost
+    # every batch from q4, q5 and q7
+    text = """
+workflow: w
+phase: learning
+transformations:
+  - {name: training, kind: training}
+  - {name: epoch, kind: section, of: training, granularity: summary}
+  - {name: batch, kind: section, of: epoch}
+"""
+    with pytest.raises(BadSpec, match=r":6: transformations\[1\]\.granularity: only an innermost section"):
+        parse_spec(text)
+    assert parse_spec(text.replace("granularity: summary}", "}").replace(
+        "of: epoch}", "of: epoch, granularity: summary}")).transformations[2].granularity == "summary"

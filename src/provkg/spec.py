@@ -414,6 +414,7 @@ def _check(spec: Spec, report: _Report) -> None:
         if s.name in stores:
             report.add(("data_stores", i, "name"), f"duplicate data store name {s.name!r}")
         stores.setdefault(s.name, i)
+    parents = {t.of for t in spec.transformations if t.kind == "section"}
     for i, t in enumerate(spec.transformations):
         where = ("transformations", i)
         if t.kind == "section":
@@ -428,6 +429,12 @@ def _check(spec: Spec, report: _Report) -> None:
             report.add(where + ("of",), f"only sections have `of` (this one is kind {t.kind!r})")
         if t.granularity != "full" and t.kind != "section":
             report.add(where + ("granularity",), "only sections have a granularity")
+        elif t.granularity != "full" and t.name in parents:
+            # its executions would be summaries only, and the sections of it would hang
+            # from executions the graph no longer holds (found by black-box testing: q4, q5
+            # and q7 lost every batch of such epochs)
+            report.add(where + ("granularity",), "only an innermost section (no section is `of` "
+                       "it) may be kept as a summary: summarise the sections inside it instead")
         _check_attributes(t, where, stores, report)
 
 
