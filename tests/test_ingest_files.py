@@ -327,3 +327,22 @@ def test_an_sprov_query_on_a_store_without_sprov_data_says_so(tmp_path: Path, ca
         assert main(["query", "s1", "-p", "data=model-0", "--store", db]) == 0
         err = capsys.readouterr().err
         assert ("holds no S-PROV data" in err) == (schema == "typed"), (schema, err)
+
+
+def test_a_folder_s_files_of_other_kinds_are_named_and_upper_case_suffixes_read(tmp_path) -> None:
+    # found by black-box testing: part2.JSONL and extra.json in a folder were left out unsaid
+    import json as _json
+
+    from provkg.service.ingest import ingest_paths
+    from provkg.store import open_store
+
+    folder = tmp_path / "d" / "2025"
+    folder.mkdir(parents=True)
+    line = _json.dumps({"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "w"})
+    (folder / "part1.jsonl").write_text(line + "\n")
+    (folder / "part2.JSONL").write_text(line.replace('"r"', '"r2"') + "\n")
+    (folder / "extra.json").write_text(line + "\n")
+    with open_store("memory:") as store:
+        report = ingest_paths(store, [tmp_path / "d"], progress=False)
+    assert report.files == 2 and report.events == 2
+    assert any("1 file in the folders not read: " in w and "extra.json" in w for w in report.warnings)

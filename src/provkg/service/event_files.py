@@ -24,12 +24,18 @@ EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", 
 
 
 def _is_event_file(p: Path) -> bool:
-    return p.is_file() and p.name.endswith(EVENT_SUFFIXES)
+    return p.name.lower().endswith(EVENT_SUFFIXES)  # part2.JSONL too (black-box testing)
 
 
-def event_files(paths: list[str | Path]) -> list[Path]:
+#: files a folder may hold besides event files without a word: a capture spool's own
+_QUIET = (".tmp", ".lock", ".part")
+
+
+def event_files(paths: list[str | Path], skipped: list[str] | None = None) -> list[Path]:
     """The event files named by ``paths``: files as given, folders searched at any depth
     (a capture spool's ``rejected/`` folder is skipped), each folder's files in name order.
+    Other files found in folders are appended to ``skipped`` (so the caller can say so:
+    black-box testing found .json and .JSONL files left out unsaid).
 
     Raises:
         NotFound: a path does not exist, or a folder holds no event file.
@@ -40,11 +46,24 @@ def event_files(paths: list[str | Path]) -> list[Path]:
         if p.is_file():
             out.append(p)
         elif p.is_dir():
-            found = sorted((f for f in p.rglob("*") if _is_event_file(f)
-                            and "rejected" not in f.relative_to(p).parts), key=lambda f: (f.name, str(f)))
+            found = []
+            for f in p.rglob("*"):
+                if not f.is_file():
+                    continue
+                if "rejected" in f.relative_to(p).parts or f.name.endswith(_QUIET):
+                    continue  # a spool's refused batches and work files: left out, as documented
+                if _is_event_file(f):
+                    found.append(f)
+                elif skipped is not None:
+                    skipped.append(str(f))
+            found.sort(key=lambda f: (f.name, str(f)))
             if not found:
-                raise NotFound(f"{p}: no event files (*.jsonl, *.jsonl.gz, *.jsonl.zst) in this folder")
+                raise NotFound(f"{p}: no event files ({', '.join('*' + s for s in EVENT_SUFFIXES)}) "
+                               "in this folder")
             out.extend(found)
+        elif p.exists():
+            raise NotFound(f"{p}: not a regular file or folder (a pipe or device); write the "
+                           "events to a file first")
         else:
             raise NotFound(f"{p}: no such file or folder")
     return out

@@ -39,7 +39,7 @@ from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, sprov,
 from provkg.mapper.common import Minter
 from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, PML, SP, A, P
-from provkg.service.event_files import event_files, read_events, total_bytes
+from provkg.service.event_files import EVENT_SUFFIXES, event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.service.loading import compact_after_load
 from provkg.spec import Spec, load_spec, parse_spec
@@ -744,7 +744,8 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
         NotFound: a path does not exist.  BadEvent: bad lines or unreadable files (above).
     """
     started = time.perf_counter()
-    files = event_files(list(paths))
+    skipped: list[str] = []
+    files = event_files(list(paths), skipped)
     ing = Ingestor(store, specs=specs, schema=schema, base=base, pipeline=True)
     torn: list[str] = []
     bad_lines: list[str] = []
@@ -769,6 +770,12 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
         bar.close()
         ing.close()
     report.warnings = torn + report.warnings
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+        files_word = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"
+        report.warnings.insert(0, f"{files_word} in the folders not read: {shown} "
+                               f"(event files end in {', '.join(EVENT_SUFFIXES)}); give a file by "
+                               "name to read it")
     report.seconds = time.perf_counter() - started
     if bad_lines or bad_files:
         error = BadEvent(_bad_input_message(bad_lines, bad_files))
