@@ -336,3 +336,26 @@ def test_the_table_shows_stored_text_that_looks_like_rich_markup_as_it_is(
                   "\\x1b]0;pwned\\x07 \\x1b[31mred"]:
         assert shown in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_a_command_that_only_reads_takes_no_lock(tmp_path: Path) -> None:
+    # found by black-box testing: a running `provkg query` held the store's lock, so an
+    # ingest (or a server) started meanwhile failed
+    import subprocess
+    import sys
+
+    from provkg.store import open_store
+
+    db = tmp_path / "db"
+    with open_store(f"oxigraph:{db}") as s:
+        s.add([("<urn:a>", "<urn:p>", "<urn:o>")])
+    with open_store(f"oxigraph:{db}", existing=True, read_only=True) as reader:
+        assert reader.select("SELECT ?s WHERE { ?s ?p ?o }").rows == [["urn:a"]]
+        assert not reader.snapshot  # nobody else holds it: no "in use" note
+        writer = subprocess.run([sys.executable, "-c", (
+            "from provkg.store import open_store\n"
+            f"with open_store('oxigraph:{db}') as s:\n"
+            "    s.add([('<urn:b>', '<urn:p>', '<urn:o>')])\n")], capture_output=True, text=True)
+        assert writer.returncode == 0, writer.stderr
+    with open_store(f"oxigraph:{db}") as s:
+        assert len(s.select("SELECT * WHERE { ?s ?p ?o }").rows) == 2
