@@ -346,3 +346,24 @@ def test_a_folder_s_files_of_other_kinds_are_named_and_upper_case_suffixes_read(
         report = ingest_paths(store, [tmp_path / "d"], progress=False)
     assert report.files == 2 and report.events == 2
     assert any("1 file in the folders not read: " in w and "extra.json" in w for w in report.warnings)
+
+
+def test_a_bad_event_in_a_batch_line_says_the_whole_batch_was_skipped(tmp_path) -> None:
+    # found by black-box testing: "that line was skipped" hid that 299 good events went too
+    import json as _json
+
+    import pytest as _pytest
+
+    from provkg.errors import BadEvent
+    from provkg.service.ingest import ingest_paths
+    from provkg.store import open_store
+
+    events = [{"type": "workflow", "event": "begin", "id": f"r{i}", "time": 1.0, "workflow": "w"}
+              for i in range(3)]
+    del events[1]["time"]
+    path = tmp_path / "batch.jsonl"
+    path.write_text(_json.dumps({"format": "provkg.events/1", "events": events}) + "\n")
+    with open_store("memory:") as store, _pytest.raises(BadEvent) as info:
+        ingest_paths(store, [path], progress=False)
+    assert "events[1].time" in str(info.value)
+    assert "a batch of 3 events on that line, all skipped with it" in str(info.value)

@@ -269,5 +269,13 @@ def _collect(obj: Any, out: list[dict[str, Any]], path: Path, n: int, validate: 
             raise BadEvent(f"{path}:{n}: an event is a JSON object")
         if validate:
             where = f"{path}:{n}: " if len(items) == 1 else f"{path}:{n}: events[{i}]."
-            parse_event(ev, where=where)  # strict: the dict itself is then a valid event
+            try:
+                parse_event(ev, where=where)  # strict: the dict itself is then a valid event
+            except BadEvent as exc:
+                if len(items) == 1:
+                    raise
+                # a batch line is kept or skipped whole: say how much goes with it (black-box
+                # testing: "that line was skipped" read as one event lost, not 300)
+                raise BadEvent(f"{exc} (a batch of {len(items)} events on that line, all "
+                               "skipped with it)") from None
     out.extend(items)
