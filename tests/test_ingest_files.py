@@ -367,3 +367,27 @@ def test_a_bad_event_in_a_batch_line_says_the_whole_batch_was_skipped(tmp_path) 
         ingest_paths(store, [path], progress=False)
     assert "events[1].time" in str(info.value)
     assert "a batch of 3 events on that line, all skipped with it" in str(info.value)
+
+
+def test_a_cut_last_line_in_a_complete_compressed_file_is_an_error_not_a_torn_write(tmp_path) -> None:
+    # found by black-box testing: a .gz whose last event was cut before compression exited 0
+    # (a torn write is only possible in a file still being written: a plain .jsonl)
+    import gzip
+    import json as _json
+
+    import pytest as _pytest
+
+    from provkg.errors import BadEvent
+    from provkg.service.ingest import ingest_paths
+    from provkg.store import open_store
+
+    lines = [_json.dumps({"type": "workflow", "event": "begin", "id": f"r{i}", "time": 1.0,
+                          "workflow": "w"}) for i in range(3)]
+    text = "\n".join(lines[:2]) + "\n" + lines[2][:30]
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "torn.jsonl").write_text(text)
+    with open_store("memory:") as store:
+        with _pytest.raises(BadEvent, match=r"cut.jsonl.gz:3: last line is incomplete"):
+            ingest_paths(store, [tmp_path / "cut.jsonl.gz"], progress=False)
+        report = ingest_paths(store, [tmp_path / "torn.jsonl"], progress=False)
+    assert report.events == 2 and any("torn.jsonl:3: last line is incomplete" in w for w in report.warnings)
