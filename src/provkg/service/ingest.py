@@ -766,6 +766,13 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
                     continue
                 ing.report.files += 1
             report = ing.finish()
+    except KeyboardInterrupt:
+        bar.close()
+        # said before the writes under way finish (seconds on a big batch: black-box testing
+        # saw a silent wait of up to 10 s after Ctrl-C)
+        print("interrupted: finishing the write under way; what is written stays, and running "
+              "the same ingest again completes it (re-ingesting adds no triple)", file=sys.stderr)
+        raise
     finally:
         bar.close()
         ing.close()
