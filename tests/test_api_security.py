@@ -341,6 +341,20 @@ def test_a_loopback_server_answers_only_for_loopback_host_names(server: ApiServe
         assert server.http.get("/v1/specs", headers={"Host": host}).status_code == 200, host
 
 
+def test_spec_errors_never_echo_what_was_sent(server: ApiServer, unchanged: None) -> None:
+    # found by black-box testing: a section's `of`, duplicate names and unknown keys came back
+    # in the 422 (a pasted token would leak into the answer and the logs); DESIGN §7
+    secret = "ghp_LEAKME0123"
+    spec = (f"workflow: w\nphase: learning\ntransformations:\n"
+            f"  - {{name: a, kind: section, of: {secret}}}\n"
+            f"  - {{name: a, {secret}x: 1}}\n").encode()
+    response = server.http.post("/v1/specs", content=spec,
+                                headers={**AUTH, "Content-Type": "application/yaml"})
+    assert_clear_4xx(response, status=422)
+    detail = response.json()["detail"]
+    assert secret not in detail and "transformations[0].of" in detail and ":5:" in detail, detail
+
+
 def test_sparql_protocol_misuse(server: ApiServer) -> None:
     assert_clear_4xx(server.http.get("/v1/sparql"), status=400, mentions="query")
     assert_clear_4xx(server.http.get("/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))

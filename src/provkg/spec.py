@@ -17,6 +17,7 @@ This module does no RDF: the mapper turns a :class:`Spec` into prospective tripl
 from __future__ import annotations
 
 import argparse
+from contextvars import ContextVar
 import json
 import sys
 from pathlib import Path
@@ -29,6 +30,19 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr,
 from provkg.errors import BadSpec, NotFound
 from provkg.term import is_valid_iri, location_form, path_location
 from provkg.vocab import PREFIXES
+
+#: whether problems may quote the spec's own names (the CLI: yes, it helps to see the typo;
+#: the API: no, DESIGN section 7: an error never echoes what a client sent)
+_ECHO: ContextVar[bool] = ContextVar("spec_echo", default=True)
+
+
+def _said(name: object, otherwise: str = "") -> str:
+    """`` 'name'`` where problems may quote names, else ``otherwise``."""
+    return f" {name!r}" if _ECHO.get() else otherwise
+
+
+def _named(name: object) -> str:
+    return f"named {name!r}" if _ECHO.get() else "of that name"
 
 __all__ = [
     "KINDS",
@@ -264,15 +278,20 @@ def _check_shape(text: str, source: str) -> None:
         return
 
 
-def parse_spec(text: str, *, source: str = "<string>") -> Spec:
-    """Parse and validate a spec from YAML or JSON text.
+def parse_spec(text: str, *, source: str = "<string>", echo: bool = True) -> Spec:
+    """Parse and validate a spec from YAML or JSON text. ``echo=False`` (the API): problems
+    name line and field but never quote the spec's own names back.
 
     Raises:
         BadSpec: listing every problem as ``SOURCE:LINE: field: message`` (one per line);
             ``exc.problems`` holds them as a list.
     """
-    _check_shape(text, source)
-    return _parse_checked(text, source)
+    token = _ECHO.set(echo)
+    try:
+        _check_shape(text, source)
+        return _parse_checked(text, source)
+    finally:
+        _ECHO.reset(token)
 
 
 def parse_stored_spec(text: str, *, source: str) -> Spec:
@@ -312,7 +331,12 @@ def _parse_checked(text: str, source: str) -> Spec:
     except ValidationError as exc:
         for err in exc.errors(include_input=False, include_url=False):
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
-            report.add(loc, _pydantic_message(err, loc))
+            message = _pydantic_message(err, loc)
+            if err["type"] == "extra_forbidden" and not _ECHO.get():
+                # the line says where; the key itself is what the client sent (a pasted secret)
+                report.add(loc[:-1], message)
+            else:
+                report.add(loc, message)
         _check_raw(data, report)
         _raise(report.problems)
     _check(spec, report)
@@ -371,16 +395,16 @@ def _check_raw(data: dict[str, Any], report: _Report) -> None:
         name = t.get("name") if isinstance(t, dict) else None
         if isinstance(name, str) and name in first:
             report.add(("transformations", i, "name"),
-                       f"duplicate transformation name {name!r} (first at transformations[{first[name]}])")
+                       f"duplicate transformation name{_said(name)} (first at transformations[{first[name]}])")
         elif isinstance(name, str):
             first[name] = i
         if isinstance(name, str) and name in of and _raw_cycle(of, name):
-            report.add(("transformations", i, "of"), f"sections form a cycle through {name!r}; "
+            report.add(("transformations", i, "of"), f"sections form a cycle through{_said(name, ' this one')}; "
                        "the chain must end at a stage (training, validation, ...)")
         if isinstance(t, dict) and t.get("kind") == "section" and not t.get("of"):
             report.add(("transformations", i, "of"), "a section needs `of`: the stage or section it is part of")
         elif isinstance(t, dict) and isinstance(t.get("of"), str) and t["of"] not in names:
-            report.add(("transformations", i, "of"), f"no transformation named {t['of']!r} in this spec")
+            report.add(("transformations", i, "of"), f"no transformation {_named(t['of'])} in this spec")
         for side in ("used", "generated"):
             attrs = t.get(side) if isinstance(t, dict) else None
             for j, a in enumerate(attrs if isinstance(attrs, list) else []):
@@ -407,12 +431,12 @@ def _check(spec: Spec, report: _Report) -> None:
     for i, t in enumerate(spec.transformations):
         if t.name in by_name:
             report.add(("transformations", i, "name"),
-                       f"duplicate transformation name {t.name!r} (first at transformations[{by_name[t.name]}])")
+                       f"duplicate transformation name{_said(t.name)} (first at transformations[{by_name[t.name]}])")
         by_name.setdefault(t.name, i)
     stores: dict[str, int] = {}
     for i, s in enumerate(spec.data_stores):
         if s.name in stores:
-            report.add(("data_stores", i, "name"), f"duplicate data store name {s.name!r}")
+            report.add(("data_stores", i, "name"), f"duplicate data store name{_said(s.name)}")
         stores.setdefault(s.name, i)
     parents = {t.of for t in spec.transformations if t.kind == "section"}
     for i, t in enumerate(spec.transformations):
@@ -421,9 +445,9 @@ def _check(spec: Spec, report: _Report) -> None:
             if t.of is None:
                 report.add(where + ("of",), "a section needs `of`: the stage or section it is part of")
             elif t.of not in by_name:
-                report.add(where + ("of",), f"no transformation named {t.of!r} in this spec")
+                report.add(where + ("of",), f"no transformation {_named(t.of)} in this spec")
             elif _cyclic(spec, t.name):
-                report.add(where + ("of",), f"sections form a cycle through {t.name!r}; "
+                report.add(where + ("of",), f"sections form a cycle through{_said(t.name, ' this one')}; "
                            "the chain must end at a stage (training, validation, ...)")
         elif t.of is not None:
             report.add(where + ("of",), f"only sections have `of` (this one is kind {t.kind!r})")
@@ -450,11 +474,11 @@ def _check_attributes(t: Transformation, where: tuple[Any, ...], stores: dict[st
         for j, a in enumerate(getattr(t, side)):
             path = where + (side, j)
             if a.name in seen:
-                report.add(path + ("name",), f"duplicate attribute name {a.name!r} in {side}")
+                report.add(path + ("name",), f"duplicate attribute name{_said(a.name)} in {side}")
             seen.add(a.name)
             other = first.get(a.name)
             if other is not None and (other[1].role, other[1].concept) != (a.role, a.concept):
-                report.add(path + ("name",), f"{a.name!r} is also {other[0]} with another role or "
+                report.add(path + ("name",), f"{_said(a.name, ' this name').strip()} is also {other[0]} with another role or "
                            "concept; one name is one attribute")
             first.setdefault(a.name, (side, a))
             if a.concept is not None:
@@ -463,8 +487,9 @@ def _check_attributes(t: Transformation, where: tuple[Any, ...], stores: dict[st
                 except BadSpec as exc:
                     report.add(path + ("concept",), str(exc))
             if a.store is not None and a.store not in stores:
-                known = ", ".join(sorted(stores)) or "none declared"
-                report.add(path + ("store",), f"no data store named {a.store!r} in data_stores ({known})")
+                known = (", ".join(sorted(stores)) if _ECHO.get() else f"{len(stores)} declared") \
+                    if stores else "none declared"
+                report.add(path + ("store",), f"no data store {_named(a.store)} in data_stores ({known})")
 
 
 def load_spec(path: str | Path) -> Spec:
