@@ -68,7 +68,7 @@ def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_e
     spool = tmp_path / "spool"
     wf = capture.workflow("kill-test", sink=server.url, spool=spool, linger=0.05, flush_timeout=2.0)
     ids = []
-    slowest = 0.0
+    stalls = []  # tasks that took long: a caller waiting on the network stalls at every batch
     started = time.perf_counter()
     with wf:
         for i in range(20_000):
@@ -76,7 +76,8 @@ def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_e
             with wf.task("step", index=i, used={"i": i, "lr": 0.01}) as task:
                 task.generate(loss=1.0 / (i + 1))
             ids.append(task.id)
-            slowest = max(slowest, time.perf_counter() - t0)
+            if (took := time.perf_counter() - t0) > 0.25:
+                stalls.append(took)
             # the receiver dies mid-run, once it has taken something (on a busy machine the
             # first batch can take longer than 5,000 tasks: killing at a fixed task raced it)
             if i >= 5_000 and not kill_now.is_set() and recorder.events:
@@ -87,7 +88,10 @@ def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_e
     delivered_before = recorder.unique
     # the sink retried and backed off for seconds in its own thread; the loop never waited on it
     assert loop_seconds < 4.0, f"the capture loop took {loop_seconds:.2f} s: it was blocked"
-    assert slowest < 0.5, f"one task took {slowest:.3f} s: the caller waited on the network"
+    # a pause of the process (a busy shared host: one task took 0.51 s in a fresh-clone run)
+    # is not a wait on the network, which would stall many tasks, each up to the 2 s timeout
+    assert len(stalls) <= 3 and max(stalls, default=0.0) < 1.5, \
+        f"tasks took {stalls} s: the caller waited on the network"
     assert 0 < len(delivered_before) < len(expected)
     assert spool_segments(spool), "undelivered events must be on disk"
 
