@@ -235,7 +235,10 @@ def test_summaries_are_complete_when_an_epoch_spans_several_sessions(embedded_st
 
 def test_store_sink_maps_what_the_capture_library_sends(embedded_store: Store) -> None:
     sink = StoreSink(embedded_store, [lifecycle_spec()])
-    with capture.workflow(WORKFLOW, sink=sink, run_id="captured", agent="bob") as wf:
+    # delivery into rdflib took over the default 5 s flush time on a busy host (a fresh-clone
+    # run found the store empty): this test is about what is mapped, so wait for it all
+    with capture.workflow(WORKFLOW, sink=sink, run_id="captured", agent="bob",
+                          flush_timeout=120) as wf:
         with wf.task("training", used={"learning_rate": 0.1,
                                        "train_set": capture.ref("file:///lake/train.h5")}) as training:
             for e in range(2):
