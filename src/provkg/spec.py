@@ -150,13 +150,20 @@ class Spec(_Model):
     description: StrictStr | None = None
 
     _by_name: dict[str, Transformation] = PrivateAttr(default_factory=dict)
+    _parents: set[str] = PrivateAttr(default_factory=set)  # what sections are ``of``
 
     def model_post_init(self, __context: Any) -> None:
         self._by_name = {t.name: t for t in self.transformations}
+        self._parents = {t.of for t in self.transformations if t.kind == "section" and t.of}
 
     def transformation(self, name: str) -> Transformation | None:
         """The transformation called ``name``, or None."""
         return self._by_name.get(name)
+
+    def has_sections(self, name: str) -> bool:
+        """Whether a section of this spec is ``of`` transformation ``name`` (a section without
+        any is innermost: the batches)."""
+        return name in self._parents
 
     def stage_kind(self, name: str) -> str | None:
         """The kind of the stage a transformation belongs to: its own kind, or for a
@@ -438,7 +445,6 @@ def _check(spec: Spec, report: _Report) -> None:
         if s.name in stores:
             report.add(("data_stores", i, "name"), f"duplicate data store name{_said(s.name)}")
         stores.setdefault(s.name, i)
-    parents = {t.of for t in spec.transformations if t.kind == "section"}
     for i, t in enumerate(spec.transformations):
         where = ("transformations", i)
         if t.kind == "section":
@@ -453,7 +459,7 @@ def _check(spec: Spec, report: _Report) -> None:
             report.add(where + ("of",), f"only sections have `of` (this one is kind {t.kind!r})")
         if t.granularity != "full" and t.kind != "section":
             report.add(where + ("granularity",), "only sections have a granularity")
-        elif t.granularity != "full" and t.name in parents:
+        elif t.granularity != "full" and spec.has_sections(t.name):
             # its executions would be summaries only, and the sections of it would hang
             # from executions the graph no longer holds (found by black-box testing: q4, q5
             # and q7 lost every batch of such epochs)

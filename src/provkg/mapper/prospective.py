@@ -39,7 +39,6 @@ def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Tr
             yield st, COMMENT, literal(s.description)
         if s.location is not None:
             yield st, PL.location, literal(s.location, "http://www.w3.org/2001/XMLSchema#anyURI")
-    parents = {t.of for t in spec.transformations if t.kind == "section"}
     for t in spec.transformations:
         tr = mint.spec(spec.workflow, t.name)
         stage = spec.stage_kind(t.name)
@@ -54,7 +53,7 @@ def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Tr
         yield tr, PL.isPartOf, wf
         if t.kind == "section" and t.of is not None:
             yield tr, PL.isPartOf, mint.spec(spec.workflow, t.of)
-            if t.name not in parents:
+            if not spec.has_sections(t.name):
                 yield tr, PK.innermost, literal(True)
         for side, link in (("used", PL.hasInput), ("generated", PL.hasOutput)):
             for a in getattr(t, side):
