@@ -215,7 +215,9 @@ class Stalls:
     """Tasks that took long, to tell a caller waiting on the network from a busy host.
 
     A caller that waits on a dead receiver stalls at every batch (each retry, backoff or connect
-    timeout is hundreds of ms to seconds); a pause of a shared host stalls a few tasks at random.
+    timeout is hundreds of ms to seconds: dozens of stalls in these runs); a pause of a shared
+    host or a full garbage collection stalls a few tasks at random (four of 0.3-0.8 s with two
+    suites running side by side on two cores).
     Whole-loop wall-clock bounds measured the host instead (4.29 s for 20,000 tasks on a slow CI
     machine), so the capture tests count stalls.
     """
@@ -229,5 +231,5 @@ class Stalls:
             self.seen.append(round(took, 3))
 
     def assert_never_waited(self) -> None:
-        assert len(self.seen) <= 3 and max(self.seen, default=0.0) < 1.5, \
+        assert len(self.seen) <= 10 and max(self.seen, default=0.0) < 1.5, \
             f"tasks took {self.seen} s: the caller waited on the network"
