@@ -6,13 +6,15 @@ that reuse an outer variable name without projecting it, UNION and MINUS."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import URIRef, Variable
 
-from provkg.store import open_store
+from provkg.store import open_store, rdflib_store
 from provkg.store.rdflib_plan import improve
 
 EX = "http://ex.org/"
@@ -76,6 +78,7 @@ def test_the_rewrites_change_no_answer(stores, name: str, monkeypatch) -> None:
     text = P + QUERIES[name]
     rewritten = _answer(rdflib, text)
     monkeypatch.setattr("provkg.store.rdflib_store.improve", lambda algebra: algebra)
+    monkeypatch.setattr("provkg.store.rdflib_store._prepared", OrderedDict())  # plan it again
     assert rewritten == _answer(rdflib, text)
     if name not in RDFLIB_BUGS:
         assert rewritten == _answer(oxigraph, text)
@@ -121,3 +124,21 @@ def test_a_class_pattern_goes_after_the_pattern_a_bound_variable_selects() -> No
                  "{ ?e a ex:Epoch . ?e ex:of ?t . ?e ex:loss ?l . } }")
     right = list(_nodes(plan, "BGP"))[-1].triples
     assert right[0] == (Variable("e"), URIRef(EX + "of"), Variable("t"))
+
+
+def test_a_query_run_again_is_not_parsed_again_and_sees_new_data(monkeypatch) -> None:
+    """The prepared-query cache keeps plans, never answers."""
+    monkeypatch.setattr("provkg.store.rdflib_store._prepared", OrderedDict())
+    text = P + "SELECT ?e ?l WHERE { ?e ex:loss ?l } ORDER BY ?l"
+    with open_store("rdflib:") as store:
+        store.add(DATA[:8])
+        first = store.select(text).rows
+        parses: list[str] = []
+        real = rdflib_store.parseQuery
+        monkeypatch.setattr(rdflib_store, "parseQuery", lambda q: parses.append(q) or real(q))
+        store.add(DATA[8:])
+        again = store.select(text).rows
+        other = store.select(text + " LIMIT 1").rows
+    assert [str(r[0]) for r in first] == [f"{EX}e1"]
+    assert [str(r[0]) for r in again] == [f"{EX}e4", f"{EX}e2", f"{EX}e1", f"{EX}e3"]
+    assert len(parses) == 1 and parses[0].endswith("LIMIT 1") and len(other) == 1
