@@ -34,6 +34,7 @@ def test_virtuoso_ini_is_private_and_raised(virtuoso_server: VirtuosoServer) -> 
     assert f"ServerPort = 127.0.0.1:{virtuoso_server.port}" in ini
     assert "ResultSetMaxRows = 10000000" in ini
     assert str(virtuoso_server.bulk_dirs[0]) in ini
+    assert "MaxOptimizeLayouts = 10\n" in ini  # the fixture's setting reaches the ini
     assert "/var/lib/virtuoso-opensource-7/db" not in ini
     assert not [line for line in ini.splitlines() if line.startswith("Load") and line[4:5].isdigit()]  # plugins off
 
