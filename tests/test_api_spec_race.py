@@ -34,7 +34,7 @@ def _classes(server: ApiServer, node: str) -> set[str]:
 def test_racing_spec_posts_leave_one_version_in_registry_and_graph(tmp_path: Path) -> None:
     server = ApiServer(tmp_path / "api").start()
     try:
-        for _ in range(20):
+        for _ in range(10):  # the mix showed in 8 rounds of 20: ten rounds miss it 0.6% of runs
             barrier = threading.Barrier(2)
             codes: list[int] = []
 

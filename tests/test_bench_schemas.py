@@ -24,7 +24,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     out = tmp_path_factory.mktemp("results")
     doc = run_experiment(scale=TINY, stores=["oxigraph", "memory", "oxigraph-server", "virtuoso"],
                          out=out, work=tmp_path_factory.mktemp("work"),
-                         queries=["q1", "q5", "q7", "q2", "q6"], timeout=120, budget=1.0,
+                         queries=["q1", "q5", "q7", "q2", "q6"], timeout=120, budget=0.1,
                          progress=False)
     return doc, out
 
