@@ -913,11 +913,42 @@ def _end_open_at_exit() -> None:
 atexit.register(_end_open_at_exit)
 
 
+# A SIGTERM reaching a new child before its hook below resets the handler found ours, which the
+# reset then turned into a no-op: the signal was lost (140 of 200 children forked and signalled
+# at once lived on) and Pool.terminate() waited for ever on such a worker. SIGTERM is blocked
+# across fork instead: it waits in the kernel and, unblocked after the reset, kills the child
+# as the default action does.
+_sigterm_blocked_for_fork = False
+
+
+def _before_fork() -> None:
+    global _sigterm_blocked_for_fork
+    _sigterm_blocked_for_fork = False
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            _sigterm_blocked_for_fork = True
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _unblock_sigterm_after_fork() -> None:
+    if _sigterm_blocked_for_fork:
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        except (ValueError, OSError, AttributeError):  # pragma: no cover
+            pass
+
+
 def _after_fork_in_child() -> None:
     global _terminating
     _terminating = False
     try:
         _uninstall_sigterm()  # the parent's: this process owns no run (see _activate)
+    except Exception:  # pragma: no cover - must never break the user's fork
+        pass
+    _unblock_sigterm_after_fork()  # a SIGTERM sent meanwhile ends the child here
+    try:
         _emitter_module.forget_inherited()
         for wf in list(_workflows):
             if not wf._ended:
@@ -927,4 +958,5 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_unblock_sigterm_after_fork,
+                        after_in_child=_after_fork_in_child)
