@@ -4,14 +4,17 @@ server started on a store the command line filled."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
 from api_support import ApiServer
 
 from provkg.cli import main
-from provkg.service.ingest import register_spec, stored_specs
-from provkg.spec import load_spec, parse_spec
+from provkg.errors import BadSpec
+from provkg.service.ingest import register_spec, spec_document, stored_specs
+from provkg.spec import load_spec, parse_spec, parse_stored_spec
 from provkg.store import open_store
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -164,7 +167,6 @@ def test_a_spec_registered_before_in_this_schema_is_not_registered_again() -> No
 def test_a_large_spec_that_validated_is_read_back_from_the_store() -> None:
     # its stored copy spells out the defaults: past the size check, it was skipped on the
     # next ingest ("expands to more than 100,000 values") and the runs went in untyped
-    from provkg.service.ingest import spec_document
 
     big = "workflow: big\nphase: learning\ntransformations:\n" + "".join(
         f"  - name: t{i}\n    kind: training\n    used: [{{name: a{i}, role: hyperparameter}}]\n"
@@ -205,3 +207,17 @@ def test_data_stores_are_each_workflow_s_own_and_a_changed_location_replaces_the
           BIND(STR(?l) AS ?loc) } ORDER BY ?wf ?loc""").rows
     assert [[str(x) for x in r] for r in rows] == [
         ["wfA", "file:///mnt/a2", "file system"], ["wfB", "s3://bucket/b", "file system"]]
+
+
+
+def test_a_stored_document_that_no_longer_validates_names_field_and_line() -> None:
+    """Stored documents are read as JSON; one that fails goes the YAML way for its lines."""
+    good = parse_spec("workflow: w\nphase: learning\ntransformations:\n  - {name: fit, kind: training}\n")
+    assert parse_stored_spec(spec_document(good), source="stored") == good
+    doc = json.loads(spec_document(good))
+    doc["transformations"][0]["kind"] = "juggling"
+    text = json.dumps(doc, indent=1)  # one field per line: the line names the field's
+    with pytest.raises(BadSpec) as caught:
+        parse_stored_spec(text, source="stored")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "juggling" in t)
+    assert f"stored:{line}: transformations[0].kind" in str(caught.value)
