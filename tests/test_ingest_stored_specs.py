@@ -167,7 +167,6 @@ def test_a_spec_registered_before_in_this_schema_is_not_registered_again() -> No
 def test_a_large_spec_that_validated_is_read_back_from_the_store() -> None:
     # its stored copy spells out the defaults: past the size check, it was skipped on the
     # next ingest ("expands to more than 100,000 values") and the runs went in untyped
-
     big = "workflow: big\nphase: learning\ntransformations:\n" + "".join(
         f"  - name: t{i}\n    kind: training\n    used: [{{name: a{i}, role: hyperparameter}}]\n"
         for i in range(7000))
