@@ -208,7 +208,6 @@ def test_data_stores_are_each_workflow_s_own_and_a_changed_location_replaces_the
         ["wfA", "file:///mnt/a2", "file system"], ["wfB", "s3://bucket/b", "file system"]]
 
 
-
 def test_a_stored_document_that_no_longer_validates_names_field_and_line() -> None:
     """Stored documents are read as JSON; one that fails goes the YAML way for its lines."""
     good = parse_spec("workflow: w\nphase: learning\ntransformations:\n  - {name: fit, kind: training}\n")

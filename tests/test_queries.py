@@ -131,14 +131,14 @@ def test_every_rendered_query_parses_with_only_its_required_parameters():
     this one leaves every optional parameter to its default (once: 70 s on rdflib + Virtuoso)."""
     from provkg.store import open_store
 
-    store = open_store("memory:")
-    for q in canned_queries():
-        params = {p.name: {"data": "file:///x", "task": "t1", "workflow": "wf", "int": 3,
-                           "str": "loss", "scalar": 0.4, "float": 0.5, "iri": "http://x/y"}[p.type]
-                  for p in q.parameters if p.required}
-        for schema in q.schemas:
-            text = render(q.name, params, schema=schema, dialect=store.query_dialect)
-            assert store.select(text).rows == []
+    with open_store("memory:") as store:
+        for q in canned_queries():
+            params = {p.name: {"data": "file:///x", "task": "t1", "workflow": "wf", "int": 3,
+                               "str": "loss", "scalar": 0.4, "float": 0.5, "iri": "http://x/y"}[p.type]
+                      for p in q.parameters if p.required}
+            for schema in q.schemas:
+                text = render(q.name, params, schema=schema, dialect=store.query_dialect)
+                assert store.select(text).rows == []
 
 
 HOSTILE = ['x" } DROP ALL #', "a'b", "}", "# comment", "line\nbreak", "DROP ALL",

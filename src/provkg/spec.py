@@ -17,8 +17,8 @@ This module does no RDF: the mapper turns a :class:`Spec` into prospective tripl
 from __future__ import annotations
 
 import argparse
-import json
 from contextvars import ContextVar
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import gzip
 import threading
-from collections import OrderedDict
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
