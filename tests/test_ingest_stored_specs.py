@@ -219,3 +219,43 @@ def test_a_stored_document_that_no_longer_validates_names_field_and_line() -> No
         parse_stored_spec(text, source="stored")
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "juggling" in t)
     assert f"stored:{line}: transformations[0].kind" in str(caught.value)
+
+
+def test_a_restarted_server_keeps_the_spec_the_cli_registered_while_it_was_down(tmp_path: Path) -> None:
+    # found by black-box testing: the server re-registered its own saved (older) spec over the
+    # store's on start, so a spec given to `provkg ingest --spec` meanwhile was silently undone
+    old = SPEC.read_text()
+    new = tmp_path / "new.yaml"
+    new.write_text(old.replace("phase: learning", "phase: preparation"))
+    with ApiServer(tmp_path / "srv") as server:
+        assert server.http.post("/v1/specs", content=old,
+                                headers={"content-type": "application/yaml"}).status_code == 201
+    events = tmp_path / "e.jsonl"
+    events.write_text("".join(EVENTS[:3]))
+    store_url = f"oxigraph:{tmp_path / 'srv' / 'store'}"
+    assert main(["ingest", str(events), "--spec", str(new), "--store", store_url]) == 0
+    with ApiServer(tmp_path / "srv") as server:
+        listed = server.http.get("/v1/specs").json()
+    specs = listed["specs"] if isinstance(listed, dict) else listed
+    assert [s["phase"] for s in specs] == ["preparation"]
+    with open_store(store_url, existing=True, read_only=True) as store:
+        assert [s.phase for s in stored_specs(store)] == ["preparation"]
+
+
+def test_a_server_starts_on_a_store_holding_a_large_spec(tmp_path: Path) -> None:
+    # found by black-box testing: the store's copy of a 3,400-transformation spec (every default
+    # spelled out) went through the size check again on start, and `provkg serve` exited 1
+    big = tmp_path / "big.yaml"
+    big.write_text("workflow: big\nphase: preparation\ntransformations:\n" + "".join(
+        f"  - name: t{i}\n    kind: feature_extraction\n"
+        f"    used: [{{name: in{i}, role: dataset}}, {{name: p{i}, role: hyperparameter}}]\n"
+        f"    generated: [{{name: out{i}, role: feature_set}}, {{name: m{i}, role: evaluation_measure}}]\n"
+        for i in range(3400)))
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    assert main(["ingest", str(events), "--spec", str(big),
+                 "--store", f"oxigraph:{tmp_path / 'srv' / 'store'}"]) == 0
+    with ApiServer(tmp_path / "srv") as server:
+        listed = server.http.get("/v1/specs").json()
+    specs = listed["specs"] if isinstance(listed, dict) else listed
+    assert [(s["workflow"], len(s["transformations"])) for s in specs] == [("big", 3400)]

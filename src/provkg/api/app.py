@@ -130,13 +130,17 @@ def _open_rest(settings: Settings, store: Store) -> Service:
     from provkg.service.ingest import register_spec, spec_document, stored_specs
 
     specs = SpecRegistry(settings.queue_dir)
-    saved = specs.load()
-    for spec in saved:  # idempotent: the store may be new
-        register_spec(store, spec, schema=settings.ingest_schema)
-    known = {s.workflow for s in saved}
-    for spec in stored_specs(store):  # registered by `provkg ingest --spec` meanwhile
-        if spec.workflow not in known:
-            specs.add(spec_document(spec))
+    in_store = {spec.workflow: spec for spec in stored_specs(store)}
+    for spec in specs.load():
+        held = in_store.get(spec.workflow)
+        if held is None or spec_document(held) == spec_document(spec):
+            register_spec(store, spec, schema=settings.ingest_schema)  # idempotent; a new store
+    for workflow, spec in in_store.items():
+        # the store's spec wins: `provkg ingest --spec` may have registered it (or replaced the
+        # one saved here) while the server was down, and the store's data are mapped with it
+        saved = specs.specs().get(workflow)
+        if saved is None or spec_document(saved) != spec_document(spec):
+            specs.put(spec, spec_document(spec))
     queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
                         fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
     try:

@@ -191,7 +191,7 @@ def cmd_listen(args: argparse.Namespace) -> int:
     specs = [load_spec(path) for path in getattr(args, "spec", [])]  # bad specs fail first
     service = open_service(settings)
     for spec in specs:
-        service.specs.add(spec_document(spec))
+        service.specs.put(spec, spec_document(spec))
         register_spec(service.store, spec, schema=settings.ingest_schema)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

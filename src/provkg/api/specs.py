@@ -7,6 +7,7 @@ request can reach a path of its choosing.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -14,9 +15,12 @@ from typing import Any
 
 import orjson
 
+from provkg.errors import BadSpec
 from provkg.spec import Spec, parse_spec
 
 __all__ = ["SpecRegistry"]
+
+log = logging.getLogger("provkg.api")
 
 
 class SpecRegistry:
@@ -29,11 +33,16 @@ class SpecRegistry:
         self._specs: dict[str, Spec] = {}
 
     def load(self) -> list[Spec]:
-        """Read the saved specs (those that no longer validate are skipped and returned empty)."""
+        """Read the saved specs; one that no longer validates (saved by another provkg
+        version) is skipped with a warning, so the store's copy can take its place."""
         if self._path.is_file():
             self._texts = orjson.loads(self._path.read_bytes())
-        for name, text in self._texts.items():
-            self._specs[name] = parse_spec(text, source=f"saved spec {name}")
+        for name, text in list(self._texts.items()):
+            try:
+                self._specs[name] = parse_spec(text, source=f"saved spec {name}")
+            except BadSpec as exc:
+                log.warning("skipping the saved spec of %s: %s", name, exc)
+                del self._texts[name]
         return list(self._specs.values())
 
     def add(self, text: str) -> Spec:
@@ -54,6 +63,13 @@ class SpecRegistry:
                         if spec.workflow in self._texts else None)
             self._save({**self._texts, spec.workflow: text}, {**self._specs, spec.workflow: spec})
         return spec, previous
+
+    def put(self, spec: Spec, text: str) -> None:
+        """Save a spec validated already (read back from the store, or a file ``load_spec``
+        read) with its document ``text``; not parsed again: the store's documents spell out
+        every default, and a large spec would then fail the size check it passed as written."""
+        with self._lock:
+            self._save({**self._texts, spec.workflow: text}, {**self._specs, spec.workflow: spec})
 
     def restore(self, workflow: str, previous: tuple[str, Spec] | None) -> None:
         """Put back what ``workflow`` had before :meth:`replace` (None: nothing), when the
