@@ -136,6 +136,18 @@ def test_ontologies_in_rdf_xml_load_in_owlready2_and_take_their_prefix_names(
     assert "text/turtle" in refused.json()["detail"]
 
 
+def test_a_spec_body_is_read_up_to_4_mib(server: ApiServer) -> None:
+    # a spec the CLI takes (up to 100,000 values, ~2 MB of indented JSON) is not refused for
+    # its bytes (black-box testing: 1.4 MB was 413 at the old 1 MiB limit)
+    padded = "#" + " " * 1_500_000 + "\n" + SPEC
+    taken = server.http.post("/v1/specs", content=padded,
+                             headers={**AUTH, "Content-Type": "application/yaml"})
+    assert taken.status_code == 201, taken.text
+    refused = server.http.post("/v1/specs", content="#" + " " * (4 * 1024 * 1024) + "\n" + SPEC,
+                               headers={**AUTH, "Content-Type": "application/yaml"})
+    assert refused.status_code == 413 and "4194304" in refused.json()["detail"]
+
+
 def test_specs_yaml_and_json(server: ApiServer) -> None:
     created = server.http.post("/v1/specs", content=SPEC, headers={**AUTH, "Content-Type": "application/yaml"})
     assert created.status_code == 201, created.text

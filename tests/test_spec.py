@@ -91,6 +91,23 @@ def test_pydantic_errors_name_file_line_and_field() -> None:
     assert "bad.yaml:15: transformations[2].generated[0].concept:" in text
 
 
+def test_without_echo_an_unknown_field_is_named_by_its_parent_at_its_own_line() -> None:
+    # the API does not quote the key back; it gave the line of the enclosing block (1, 4)
+    # instead of the key's (black-box testing)
+    text = ("workflow: w\nphase: learning\ntransformations:\n  - name: t\n    kind: training\n"
+            "    used:\n      - name: lr\n        role: hyperparameter\n        unit: s\n"
+            "    retries: 3\nnotes: x\n")
+    with pytest.raises(BadSpec) as info:
+        parse_spec(text, source="request body", echo=False)
+    assert info.value.problems == [  # type: ignore[attr-defined]
+        "request body:9: transformations[0].used[0]: unknown field; expected one of: name, "
+        "role, concept, store, description",
+        "request body:10: transformations[0]: unknown field; expected one of: name, kind, of, "
+        "used, generated, granularity, description",
+        "request body:11: (top level): unknown field; expected one of: workflow, phase, "
+        "transformations, data_stores, description"]
+
+
 def test_cross_field_errors_each_name_their_line() -> None:
     fixed = BAD.replace("trainig", "training").replace("hyperparam}", "hyperparameter}").replace(
         "    colour: blue\n", "")
@@ -159,7 +176,7 @@ def test_a_deeply_nested_spec_is_refused_not_crashed(tmp_path: Path, suffix: str
 def test_aliases_that_expand_past_the_limit_are_refused() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
-    with pytest.raises(BadSpec, match=r"bomb:5: expands to more than 100,000 values"):
+    with pytest.raises(BadSpec, match=r"bomb:5: more than 100,000 values"):
         parse_spec("\n".join(lines), source="bomb")
 
 
@@ -241,3 +258,20 @@ transformations:
         parse_spec(text)
     assert parse_spec(text.replace("granularity: summary}", "}").replace(
         "of: epoch}", "of: epoch, granularity: summary}")).transformations[2].granularity == "summary"
+
+
+def test_json_specs_are_read_by_json_rules() -> None:
+    # black-box testing: JSON went the YAML way only, which refused the surrogate-pair escapes
+    # Python's json.dumps writes for any emoji and read {"name": 1e5} as the name "1e5"
+    doc = {"workflow": "emoji-\U0001F600", "phase": "learning",
+           "transformations": [{"name": "fit-\U0001F680", "kind": "training"}]}
+    spec = parse_spec(json.dumps(doc, indent=2))  # ensure_ascii: \ud83d\ude00
+    assert spec.workflow == "emoji-\U0001F600" and spec.transformations[0].name == "fit-\U0001F680"
+    assert parse_spec(json.dumps(doc, indent="\t")).workflow == spec.workflow  # tabs: not YAML
+    numbers = '{"workflow": "w", "phase": "learning",\n "transformations": [{"name": 1e5}]}'
+    assert _problems(numbers, "n.json")[0].startswith(
+        "n.json:2: transformations[0].name: Input should be a valid string")
+    lone = '{"workflow": "w-\\ud83d",\n "phase": "learning", "transformations": []}'
+    assert "lone.json:1: not valid YAML or JSON" in _problems(lone, "lone.json")[0]
+    twice = '{"workflow": "w", "phase": "learning",\n "phase": "curation", "transformations": []}'
+    assert any(p.startswith("t.json:2: phase:") for p in _problems(twice, "t.json"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 from contextvars import ContextVar
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -235,8 +236,9 @@ class _Report:
                 return self.lines[path[:n]]
         return 1
 
-    def add(self, path: tuple[Any, ...], message: str) -> None:
-        text = f"{self.source}:{self.line(path)}: {_field(path)}: {message}"
+    def add(self, path: tuple[Any, ...], message: str, *, at: tuple[Any, ...] | None = None) -> None:
+        """``at``: the path whose line to give, when ``path`` stops short of it."""
+        text = f"{self.source}:{self.line(path if at is None else at)}: {_field(path)}: {message}"
         if text not in self.problems:
             self.problems.append(text)
             self.problems.sort(key=lambda p: int(p[len(self.source) + 1:].split(":", 1)[0]))
@@ -278,9 +280,10 @@ def _check_shape(text: str, source: str) -> None:
                 nodes += sizes.get(ev.anchor or "", 1)
             if nodes > MAX_SPEC_NODES:
                 line = ev.start_mark.line + 1 if ev.start_mark else 1
-                _raise([(f"{source}:{line}: expands to more than {MAX_SPEC_NODES:,} values "
-                         "(YAML aliases count at the size of what they name); write a smaller "
-                         "spec")])
+                _raise([(f"{source}:{line}: more than {MAX_SPEC_NODES:,} values (names, "
+                         "kinds, attributes...: about 3,000 transformations; YAML aliases "
+                         "count at the size of what they name); split the workflow's spec "
+                         "or write a smaller one")])
     except yaml.YAMLError:
         return
 
@@ -295,7 +298,7 @@ def parse_spec(text: str, *, source: str = "<string>", echo: bool = True) -> Spe
     """
     token = _ECHO.set(echo)
     try:
-        _check_shape(text, source)
+        _check_shape(_yaml_view(text), source)  # (the view changes no count)
         return _parse_checked(text, source)
     finally:
         _ECHO.reset(token)
@@ -328,27 +331,69 @@ def parse_stored_spec(text: str, *, source: str) -> Spec:
     return _parse_checked(text, source)
 
 
+def _json_document(text: str) -> tuple[bool, Any]:
+    """(True, the data) when ``text`` is a JSON document, else (False, None)."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return False, None
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+#: a UTF-16 surrogate pair as JSON escapes it (Python's json.dumps writes any emoji so), after
+#: an even number of backslashes
+_PAIR_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _yaml_view(text: str) -> str:
+    """JSON ``text`` as PyYAML reads it: surrogate-pair escapes as the one ``\\U`` escape of
+    their character (PyYAML refuses each half), on the same lines."""
+    if "\\u" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        high, low = int(m.group(2), 16), int(m.group(3), 16)
+        return f"{m.group(1)}\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}"
+
+    return _PAIR_ESCAPE.sub(one, text)
+
+
+def _lone_surrogate(data: Any) -> bool:
+    """Does decoded JSON hold half a surrogate pair (not a character: no UTF-8 for it)?"""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _parse_checked(text: str, source: str) -> Spec:
     """:func:`parse_spec` of text :func:`_check_shape` has passed."""
     lines: dict[tuple[Any, ...], int] = {}
     dupes: list[tuple[tuple[Any, ...], str]] = []
+    # JSON is read by JSON's rules (YAML reads {"name": 1e5} as the string "1e5"); the YAML
+    # parse then only gives the lines and the repeated keys
+    is_json, data = _json_document(text)
     try:
         # parsed once: the node tree gives the lines, the data are constructed from it
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(_yaml_view(text) if is_json else text)
         try:
             node = loader.get_single_node()
-            data = None
             if node is not None:
                 _marks(node, (), lines, dupes)  # first: construction merges `<<` keys into it
-                data = loader.construct_document(node)
+                if not is_json:
+                    data = loader.construct_document(node)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        _raise([f"{source}:{line}: not valid YAML or JSON: {exc.problem or exc}"])
+        if not is_json or _lone_surrogate(data):  # (JSON YAML cannot read: no lines then)
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else 1
+            _raise([f"{source}:{line}: not valid YAML or JSON: {exc.problem or exc}"])
     except yaml.YAMLError as exc:
-        _raise([f"{source}:1: not valid YAML or JSON: {exc}"])
+        if not is_json or _lone_surrogate(data):
+            _raise([f"{source}:1: not valid YAML or JSON: {exc}"])
     report = _Report(source, lines)
     for path, msg in dupes:
         report.add(path, msg)
@@ -363,7 +408,7 @@ def _parse_checked(text: str, source: str) -> Spec:
             message = _pydantic_message(err, loc)
             if err["type"] == "extra_forbidden" and not _ECHO.get():
                 # the line says where; the key itself is what the client sent (a pasted secret)
-                report.add(loc[:-1], message)
+                report.add(loc[:-1], message, at=loc)
             else:
                 report.add(loc, message)
         _check_raw(data, report)
@@ -538,7 +583,7 @@ def load_spec(path: str | Path) -> Spec:
         raise BadSpec(f"{p}:1: not UTF-8 text") from exc
     except OSError as exc:
         raise BadSpec(f"{p}: cannot read the spec file: {exc.strerror or exc}") from exc
-    _check_shape(text, str(p))  # before json.loads too: it recurses
+    _check_shape(_yaml_view(text), str(p))  # before json.loads too: it recurses
     if p.suffix.lower() == ".json":  # YAML would also take JSON5-ish text (trailing commas)
         try:
             json.loads(text)
