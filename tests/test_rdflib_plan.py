@@ -14,7 +14,7 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import URIRef, Variable
 
-from provkg.store import open_store, rdflib_store
+from provkg.store import open_store, rdflib_prepared
 from provkg.store.rdflib_plan import improve
 
 EX = "http://ex.org/"
@@ -77,8 +77,8 @@ def test_the_rewrites_change_no_answer(stores, name: str, monkeypatch) -> None:
     oxigraph, rdflib = stores
     text = P + QUERIES[name]
     rewritten = _answer(rdflib, text)
-    monkeypatch.setattr("provkg.store.rdflib_store.improve", lambda algebra: algebra)
-    monkeypatch.setattr("provkg.store.rdflib_store._prepared", OrderedDict())  # plan it again
+    monkeypatch.setattr("provkg.store.rdflib_prepared.improve", lambda algebra: algebra)
+    monkeypatch.setattr("provkg.store.rdflib_prepared._prepared", OrderedDict())  # plan it again
     assert rewritten == _answer(rdflib, text)
     if name not in RDFLIB_BUGS:
         assert rewritten == _answer(oxigraph, text)
@@ -128,17 +128,44 @@ def test_a_class_pattern_goes_after_the_pattern_a_bound_variable_selects() -> No
 
 def test_a_query_run_again_is_not_parsed_again_and_sees_new_data(monkeypatch) -> None:
     """The prepared-query cache keeps plans, never answers."""
-    monkeypatch.setattr("provkg.store.rdflib_store._prepared", OrderedDict())
+    monkeypatch.setattr("provkg.store.rdflib_prepared._prepared", OrderedDict())
     text = P + "SELECT ?e ?l WHERE { ?e ex:loss ?l } ORDER BY ?l"
     with open_store("rdflib:") as store:
         store.add(DATA[:8])
         first = store.select(text).rows
         parses: list[str] = []
-        real = rdflib_store.parseQuery
-        monkeypatch.setattr(rdflib_store, "parseQuery", lambda q: parses.append(q) or real(q))
+        real = rdflib_prepared.parseQuery
+        monkeypatch.setattr(rdflib_prepared, "parseQuery", lambda q: parses.append(q) or real(q))
         store.add(DATA[8:])
         again = store.select(text).rows
         other = store.select(text + " LIMIT 1").rows
     assert [str(r[0]) for r in first] == [f"{EX}e1"]
     assert [str(r[0]) for r in again] == [f"{EX}e4", f"{EX}e2", f"{EX}e1", f"{EX}e3"]
     assert len(parses) == 1 and parses[0].endswith("LIMIT 1") and len(other) == 1
+
+
+def test_a_query_with_other_values_rows_reuses_the_prepared_template(monkeypatch) -> None:
+    """black-box testing: keyed by text, a dashboard cycling through more than 64 (query,
+    parameter) pairs found nothing cached (3.6 s per rdflib poll). Each VALUES block's rows now
+    come apart from the prepared template; answers must still be each text's own."""
+    monkeypatch.setattr("provkg.store.rdflib_prepared._prepared", OrderedDict())
+    monkeypatch.setattr("provkg.store.rdflib_prepared._rows", OrderedDict())
+    parses: list[str] = []
+    real = rdflib_prepared.parseQuery
+    monkeypatch.setattr(rdflib_prepared, "parseQuery", lambda q: parses.append(q) or real(q))
+
+    def text(*es: str) -> str:
+        rows = " ".join(f"(ex:{e} 'x}}#')" for e in es)  # a brace and a hash in a literal
+        return (P + "SELECT ?e ?l WHERE { { SELECT ?e WHERE { VALUES (?e ?tag) { " + rows
+                + " } } } VALUES ?k { 1 } ?e ex:loss ?l FILTER(?k = 1) } ORDER BY ?l")
+
+    with open_store("rdflib:") as store:
+        store.add(DATA)
+        answers = {es: [str(r[0]) for r in store.select(text(*es)).rows]
+                   for es in [("e1",), ("e2", "e3"), ("e4",), ("e1", "e4"), ("e1",)]}
+    assert answers[("e1",)] == [f"{EX}e1"] and answers[("e4",)] == [f"{EX}e4"]
+    assert answers[("e2", "e3")] == [f"{EX}e2", f"{EX}e3"]
+    assert answers[("e1", "e4")] == [f"{EX}e4", f"{EX}e1"]
+    whole = [p for p in parses if "ex:loss" in p]  # the rest: each block's rows, once each
+    assert len(whole) == 2  # one template per shape: one row, two rows
+    assert not any("ex:e" in p for p in whole)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,8 +24,6 @@ import rdflib.plugins.sparql as rdflib_sparql
 from pyparsing import ParseBaseException
 from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-from rdflib.plugins.sparql.algebra import translateQuery
-from rdflib.plugins.sparql.parser import parseQuery
 
 from provkg.errors import StoreError, StoreUnavailable
 from provkg.store.base import (
@@ -42,39 +39,13 @@ from provkg.store.base import (
     syntax_error,
 )
 from provkg.store.progress import counting_reader
-from provkg.store.rdflib_plan import improve
+from provkg.store.rdflib_prepared import prepare_query
 from provkg.term import Triple
 
 __all__ = ["RdflibStore"]
 
 _FORMATS = {"turtle": "turtle", "ntriples": "nt", "nquads": "nquads", "rdfxml": "xml",
             "trig": "trig"}
-
-# Parsing is most of an rdflib query's time (pyparsing: 1.2 s for the 15 kB q7 text, whose
-# evaluation on a small graph takes 0.2 s), and dashboards re-run the same canned query while a
-# training runs. The translated, improved algebra is kept per (text, prefixes): rdflib's own
-# prepared queries are built to be evaluated again, and evaluation does not change them.
-_PREPARED_MAX = 64
-_prepared: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], Any] = OrderedDict()
-
-
-def _prepare(query: str, namespaces: dict[str, Any]) -> Any:
-    """The translated, improved query (an ``rdflib.plugins.sparql.sparql.Query``), cached."""
-    key = (query, tuple(sorted((k, str(v)) for k, v in namespaces.items())))
-    with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe; the cache is guarded with it
-        prepared = _prepared.get(key)
-        if prepared is not None:
-            _prepared.move_to_end(key)
-            return prepared
-        parsed = parseQuery(query)
-    prepared = translateQuery(parsed, None, namespaces)
-    improve(prepared.algebra)  # (provkg.store.rdflib_plan)
-    with SPARQL_PARSER_LOCK:
-        _prepared[key] = prepared
-        while len(_prepared) > _PREPARED_MAX:
-            _prepared.popitem(last=False)
-    return prepared
-
 
 # rdflib reads the union switch from a module global; updates need it off (with it on,
 # INSERT DATA into the default graph fails in rdflib 7.6), queries need it on
@@ -217,7 +188,9 @@ class RdflibStore(Store):
         ds = self._dataset()
         try:
             with _rdflib_call():
-                result = ds.query(_prepare(query, dict(ds.namespaces())))
+                prepared, bind = prepare_query(query, dict(ds.namespaces()))
+                bind()  # this text's VALUES rows into the shared template (under the lock)
+                result = ds.query(prepared)
                 if result.type == "SELECT":
                     result.bindings  # evaluate now, inside the error mapping
                 return result
