@@ -68,6 +68,10 @@ def test_head_is_answered_wherever_get_is(server: ApiServer) -> None:
         assert head.status_code == get.status_code == 200, path
         assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
     assert server.http.head("/v1/events").status_code == 405  # POST only
+    # and a 405 of a GET route says so (it said "Allow: GET": black-box testing)
+    refused = server.http.post("/v1/queries/d3")
+    assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD"
+    assert server.http.head("/v1/events").headers["allow"] == "POST"
 
 
 def test_openapi_declares_the_bearer_token_and_the_answers_of_each_write(server: ApiServer) -> None:
@@ -295,4 +299,12 @@ def test_canned_query_catalog_and_run(server: ApiServer) -> None:
             "(parameter dataset)") in as_csv.headers.get_list("provkg-note")
     missing = server.http.get("/v1/queries/q3")
     assert missing.status_code == 400 and "dataset" in missing.json()["detail"]
+    # every parameter problem is bad_parameter (a repeated one was bad_request), and a range
+    # is the one the parameter takes (k: from 1; it said -2^63): black-box testing
+    twice = server.http.get("/v1/queries/q3?dataset=a&dataset=b")
+    assert twice.status_code == 400 and twice.json()["error"] == "bad_parameter"
+    huge = server.http.get("/v1/queries/d5", params={"workflow": "w", "k": "9" * 25})
+    assert huge.status_code == 400 and huge.json() == {
+        "error": "bad_parameter", "detail": "parameter 'k': expected an integer such as 3 "
+                                            "between 1 and 2^63-1"}
     assert server.http.get("/v1/queries/nope").status_code == 404

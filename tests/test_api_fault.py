@@ -54,6 +54,8 @@ def test_kill_9_five_times_during_a_100k_event_stream(tmp_path: Path, caplog: py
         print(f"replayed from the client spool: {report.events} events")
         queue = server.wait_applied(timeout=120)
         assert queue["backlog_events"] == 0 and queue["rejected_batches"] == 0
+        # the counters add up after restarts too (what the last start found on disk included)
+        assert queue["accepted_events"] + queue["found_at_start_events"] == queue["applied_events"]
         rows = server.http.get("/v1/sparql", params={"query": f"""
             SELECT (COUNT(?b) AS ?begins) (COUNT(DISTINCT ?t) AS ?tasks)
             WHERE {{ ?t <{PROVLAKE.isPartOf}> ?run ; <{PROV.startedAtTime}> ?b }}"""},

@@ -77,7 +77,8 @@ class Parameter:
         try:
             value = _PARSERS[self.type](raw)
         except (TypeError, ValueError) as exc:
-            range_note = " between -2^63 and 2^63-1" if "64-bit" in str(exc) else ""
+            low = "-2^63" if self.minimum is None else f"{self.minimum}"
+            range_note = f" between {low} and 2^63-1" if "64-bit" in str(exc) else ""
             raise BadParameter(
                 f"parameter {self.name!r}: expected {self.form}{range_note}") from exc
         if self.minimum is not None and isinstance(value, int) and value < self.minimum:

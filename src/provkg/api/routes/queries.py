@@ -74,10 +74,11 @@ async def run_canned(name: str, request: Request) -> Response:
                             "Accept header allows neither")
     params: dict[str, object] = {}
     for key, value in request.query_params.multi_items():
+        # bad_parameter, as every other parameter problem (black-box testing)
         if key in params:
-            raise BadRequest(f"parameter {key!r} given more than once")
+            raise BadParameter(f"parameter {key!r} given more than once")
         if len(value) > _MAX_PARAM_CHARS:
-            raise BadRequest(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
+            raise BadParameter(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
         params[key] = value
     for p in get_query(name).parameters:  # said the API's way, not the CLI's (--param)
         if p.required and p.name not in params:
