@@ -263,6 +263,12 @@ def test_an_empty_answer_says_why_when_the_store_can_tell(tmp_path: Path, capsys
     assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=lr_typo",
                  "-p", "value=1", "--schema", "tagged", "--store", url]) == 0
     assert "named 'lr_typo' (parameter hyperparameter)" in capsys.readouterr().err
+    # d3 keeps its epochs with the measure column empty: the note comes with rows too
+    assert main(["query", "d3", "-p", f"training={training}", "-p", "measure=Loss", "--schema",
+                 "tagged", "--format", "json", "--store", url]) == 0
+    out = capsys.readouterr()
+    assert {row[2] for row in json.loads(out.out)["rows"]} == {None}
+    assert "note: no attribute of any spec in the store is named 'Loss' (parameter measure)" in out.err
     # ... and a real workflow in the right schema with no rows says nothing misleading
     assert main(["query", "d7", "-p", "workflow=flower-training", "-p", "hyperparameter=learning_rate",
                  "-p", "value=12345", "--schema", "tagged", "--store", url]) == 0

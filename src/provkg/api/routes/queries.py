@@ -63,7 +63,7 @@ async def list_queries() -> list[dict[str, Any]]:
 )
 async def run_canned(name: str, request: Request) -> Response:
     from provkg.queries.catalog import get_query
-    from provkg.service.querying import query_catalog, run_query, why_empty
+    from provkg.service.querying import query_catalog, run_query, unknown_attributes, why_empty
 
     service = request.app.state.service
     if name not in {q.name for q in query_catalog()}:
@@ -90,13 +90,15 @@ async def run_canned(name: str, request: Request) -> Response:
     if len(rows.rows) > service.settings.max_rows:
         raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
     response = rows_response(media, rows)
+    # why an empty answer is empty, where cheap checks tell (a parameter naming nothing in the
+    # store, rows in another schema), and a measure no spec names even when rows came, as the
+    # CLI says on stderr: in headers, so the body stays the contract's {"columns", "rows"}
     if not rows.rows:
-        # why an empty answer is empty, where cheap checks tell (a parameter naming nothing
-        # in the store, rows in another schema), as the CLI says on stderr: in headers, so the
-        # body stays the contract's {"columns", "rows"} (and CSV its header row)
         notes = await run_in_threadpool(
             why_empty, service.store, name, params, schema=service.settings.ingest_schema,
             timeout=min(10.0, service.settings.query_timeout_s))
-        for note in notes:
-            response.headers.append(NOTE_HEADER, header_text(note))
+    else:
+        notes = await run_in_threadpool(unknown_attributes, service.store, name, params)
+    for note in notes:
+        response.headers.append(NOTE_HEADER, header_text(note))
     return response
