@@ -259,3 +259,19 @@ def test_a_server_starts_on_a_store_holding_a_large_spec(tmp_path: Path) -> None
         listed = server.http.get("/v1/specs").json()
     specs = listed["specs"] if isinstance(listed, dict) else listed
     assert [(s["workflow"], len(s["transformations"])) for s in specs] == [("big", 3400)]
+
+
+def test_ingest_says_when_its_spec_replaces_a_different_stored_one(tmp_path: Path, capsys) -> None:
+    # black-box testing: the stored runs were re-typed without a word
+    events = tmp_path / "e.jsonl"
+    events.write_text("".join(EVENTS[:3]))
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(SPEC.read_text().replace("phase: learning", "phase: preparation"))
+    url = f"oxigraph:{tmp_path / 'store'}"
+    assert main(["ingest", str(events), "--spec", str(SPEC), "--store", url]) == 0
+    assert main(["ingest", str(events), "--spec", str(SPEC), "--store", url]) == 0
+    assert "replaces" not in capsys.readouterr().err  # the same spec again: nothing to say
+    assert main(["ingest", str(events), "--spec", str(changed), "--store", url]) == 0
+    workflow = load_spec(SPEC).workflow
+    assert (f"note: the spec of workflow {workflow!r} given here replaces the different one the "
+            "store held") in capsys.readouterr().err

@@ -275,3 +275,14 @@ def test_json_specs_are_read_by_json_rules() -> None:
     assert "lone.json:1: not valid YAML or JSON" in _problems(lone, "lone.json")[0]
     twice = '{"workflow": "w", "phase": "learning",\n "phase": "curation", "transformations": []}'
     assert any(p.startswith("t.json:2: phase:") for p in _problems(twice, "t.json"))
+
+
+def test_every_problem_of_a_spec_given_to_a_command_is_an_error_line(tmp_path: Path, capsys) -> None:
+    # black-box testing: `provkg ingest --spec` put `error:` before the first problem only
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD)
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    assert main(["ingest", str(events), "--spec", str(bad), "--store", "memory:"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) > 3 and all(line.startswith(f"error: {bad}:") for line in lines)

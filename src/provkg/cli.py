@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from provkg.config import DEFAULT_STORE
-from provkg.errors import ProvkgError
+from provkg.errors import BadSpec, ProvkgError
 
 __all__ = ["main", "build_parser"]
 
@@ -417,7 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except ProvkgError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # a spec's problems one per line, each an error as `provkg spec validate` prints them
+        for problem in (getattr(exc, "problems", None) if isinstance(exc, BadSpec) else None) or [str(exc)]:
+            print(f"error: {problem}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -864,7 +864,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         seen[spec.workflow] = path
     with open_store(args.store) as store:
         # specs registered by earlier sessions (or the server), replaced by those given here
-        specs = {s.workflow: s for s in [*stored_specs(store), *given]}
+        held = {s.workflow: s for s in stored_specs(store)}
+        specs = {**held, **{s.workflow: s for s in given}}
+        for spec in given:  # said, since the stored runs are re-typed (black-box testing)
+            if spec.workflow in held and spec_document(held[spec.workflow]) != spec_document(spec):
+                print(f"note: the spec of workflow {spec.workflow!r} given here replaces the "
+                      "different one the store held; its stored runs are mapped again with it",
+                      file=sys.stderr)
         mixed = mixed_schema_warning(store, args.schema)
         if mixed:  # said first: the ingest may take a while
             print(f"warning: {mixed}", file=sys.stderr)
