@@ -260,3 +260,34 @@ def test_a_child_sent_sigterm_as_it_is_forked_dies_of_it(tmp_path):
             _, status = os.waitpid(pid, 0)
             outcomes.append(os.WTERMSIG(status) if os.WIFSIGNALED(status) else "lived on")
     assert outcomes == [signal.SIGTERM] * 50
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_children_that_exited_unreaped_have_their_spool_sent_when_the_run_ends(tmp_path):
+    """black-box testing: a zombie (exited, not yet waited for) passed `kill(pid, 0)`, so the
+    owner left its segments in the spool, unsent and unsaid, when the run ended first."""
+    receiver = HttpReceiver().start()
+    pids = []
+    try:
+        with capture.workflow("zombies", sink=receiver.url, run_id="z",
+                              spool=tmp_path / "spool", linger=5.0):
+            for i in range(3):
+                pid = os.fork()
+                if pid == 0:
+                    quick_child(i)
+                pids.append(pid)
+            deadline = time.monotonic() + 30
+            while not all(_state(p) == "Z" for p in pids) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert all(_state(p) == "Z" for p in pids)
+        keys = receiver.recorder.unique
+    finally:
+        for pid in pids:
+            os.waitpid(pid, 0)
+        receiver.kill()
+    assert len({k for k, kind in keys if k != "z"}) == 3
+    assert spool_segments(tmp_path / "spool") == []
