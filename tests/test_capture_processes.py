@@ -291,3 +291,29 @@ def test_children_that_exited_unreaped_have_their_spool_sent_when_the_run_ends(t
         receiver.kill()
     assert len({k for k, kind in keys if k != "z"}) == 3
     assert spool_segments(tmp_path / "spool") == []
+
+
+def test_a_pool_reused_in_a_later_run_records_nothing_into_the_ended_one(tmp_path):
+    """black-box testing: a sweep's Pool, forked in its first run and reused in the second,
+    recorded the second run's work into the first, after that run's end."""
+    ctx = mp.get_context("fork")
+    with ctx.Pool(2) as pool:
+        pass  # (a pool forked before any run records nothing: no run to continue)
+    with capture.workflow("sweep", sink=f"file:{tmp_path / 'one'}", run_id="one",
+                          spool=tmp_path / "spool"):
+        pool = ctx.Pool(2)
+        first = pool.map(square, range(4))
+    try:
+        with capture.workflow("sweep", sink=f"file:{tmp_path / 'two'}", run_id="two",
+                              spool=tmp_path / "spool"):
+            second = pool.map(square, range(4, 8))
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()
+    assert first == [0, 1, 4, 9] and second == [16, 25, 36, 49]
+    events = read_events(tmp_path / "one")
+    check_run(events, "one")
+    squares = [e["generated"][0]["value"] for e in events
+               if e["type"] == "task" and e["event"] == "end"]
+    assert sorted(squares) == [0, 1, 4, 9]  # none of the second run's work
