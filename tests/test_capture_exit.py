@@ -24,16 +24,17 @@ out, spool = sys.argv[1], sys.argv[2]
 """
 
 
-def run_child(code: str, tmp_path: Path, *, terminate: bool = False) -> tuple[int, str, list[dict]]:
-    """Run ``code`` in a child Python; with ``terminate``, SIGTERM it once it printed "ready".
-    Returns its exit code, its stderr and the events in its file sink."""
+def run_child(code: str, tmp_path: Path, *, terminate: bool = False,
+              sig: int = signal.SIGTERM) -> tuple[int, str, list[dict]]:
+    """Run ``code`` in a child Python; with ``terminate``, send it ``sig`` once it printed
+    "ready". Returns its exit code, its stderr and the events in its file sink."""
     out, spool = tmp_path / "out", tmp_path / "spool"
     argv = [sys.executable, "-c", PRELUDE + textwrap.dedent(code), str(out), str(spool)]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if terminate:
             assert child.stdout.readline().strip() == "ready"
-            child.send_signal(signal.SIGTERM)
+            child.send_signal(sig)
         _, stderr = child.communicate(timeout=60)
     finally:
         child.kill()
@@ -76,7 +77,10 @@ def test_exit_with_the_run_open_ends_its_open_tasks_and_the_run_failed(tmp_path,
     assert [e["event"] for e in events if e["type"] == "workflow"] == ["begin", "end"]
 
 
-def test_sigterm_ends_the_open_tasks_and_the_run_flushes_and_still_dies_of_sigterm(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_ends_the_open_tasks_and_the_run_flushes_and_still_dies_of_sigterm(tmp_path, sig):
+    # SIGHUP too (a closed terminal or ssh session): it lost the last events and left the run
+    # open (black-box testing)
     code = """
     with capture.workflow("w", sink=f"file:{out}", spool=spool, run_id="r", linger=60) as wf:
         with wf.task("training") as training:
@@ -87,9 +91,9 @@ def test_sigterm_ends_the_open_tasks_and_the_run_flushes_and_still_dies_of_sigte
                 print("ready", flush=True)
                 time.sleep(60)
     """
-    returncode, stderr, events = run_child(code, tmp_path, terminate=True)
-    assert returncode == -signal.SIGTERM, stderr  # a shell reports 143
-    stopped = ("failed", "terminated by SIGTERM")
+    returncode, stderr, events = run_child(code, tmp_path, terminate=True, sig=sig)
+    assert returncode == -sig, stderr  # a shell reports 143 / 129
+    stopped = ("failed", f"terminated by {signal.Signals(sig).name}")
     assert ends(events) == {"r.2": ("finished", None), "r.3": ("finished", None),
                             "r.4": ("finished", None), "r.5": stopped, "r.1": stopped, "r": stopped}
 

@@ -23,7 +23,8 @@ through ``os._exit`` or be terminated right after a task (see ``emitter``).
 Exits. While a workflow this process owns is open, and the process's SIGTERM handler is the
 default one (set from the main thread), a SIGTERM (SLURM, Kubernetes) ends the open tasks and
 the run ``failed`` with "terminated by SIGTERM", flushes (at most ``flush_timeout``, spooling the
-rest), restores the default handler and re-raises the signal (exit status 143). Other processes
+rest), restores the default handler and re-raises the signal (exit status 143); a SIGHUP (a
+closed terminal or ssh session) likewise, "terminated by SIGHUP" (129). Other processes
 (forked children, workers) keep the default handler: their events are on disk already, and a
 Python-level handler could keep an idle ``Pool`` worker from dying (see ``_activate``). At
 interpreter exit, a workflow still open is ended the same way, with a message saying the process
@@ -878,26 +879,34 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+#: the signals whose default action ends the process and that schedulers and terminals send:
+#: SIGTERM (SLURM, Kubernetes) and SIGHUP (a closed terminal or ssh session)
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 def _install_sigterm() -> None:
-    """Our SIGTERM handler, when the process has the default one (a handler of the user's or
-    of a library is never replaced); ``signal`` allows it from the main thread only."""
+    """Our handler for each stop signal whose handler is the default one (a handler of the
+    user's or of a library is never replaced, nor an ignored signal: nohup); ``signal``
+    allows it from the main thread only."""
     if not _in_main_thread():
         return
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError, AttributeError):
-        pass
+    for sig in _STOP_SIGNALS:
+        try:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _on_sigterm)
+        except (ValueError, OSError, AttributeError):
+            pass
 
 
 def _uninstall_sigterm() -> None:
     if not _in_main_thread():
         return
-    try:
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except (ValueError, OSError, AttributeError):
-        pass
+    for sig in _STOP_SIGNALS:
+        try:
+            if signal.getsignal(sig) is _on_sigterm:
+                signal.signal(sig, signal.SIG_DFL)
+        except (ValueError, OSError, AttributeError):
+            pass
 
 
 def _abort_all(message: str) -> None:
@@ -909,21 +918,21 @@ def _abort_all(message: str) -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    """End what is open as failed, flush (bounded), then die of SIGTERM as if not handled."""
+    """End what is open as failed, flush (bounded), then die of the signal as if not handled."""
     global _terminating
     if _terminating:
         return
     _terminating = True
     try:
-        _abort_all("terminated by SIGTERM")
+        _abort_all(f"terminated by {signal.Signals(signum).name}")
         _emitter_module.close_all()  # workflows that were ending when the signal came
     except BaseException:  # noqa: BLE001 - dying anyway: the default action must follow
         pass
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.raise_signal(signal.SIGTERM)
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
     finally:
-        os._exit(128 + signal.SIGTERM)  # only if the signal did not end the process
+        os._exit(128 + signum)  # only if the signal did not end the process
 
 
 def _end_open_at_exit() -> None:
@@ -953,8 +962,9 @@ def _before_fork() -> None:
     global _sigterm_blocked_for_fork
     _sigterm_blocked_for_fork = False
     try:
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        ours = {sig for sig in _STOP_SIGNALS if signal.getsignal(sig) is _on_sigterm}
+        if ours:
+            signal.pthread_sigmask(signal.SIG_BLOCK, ours)
             _sigterm_blocked_for_fork = True
     except (ValueError, OSError, AttributeError):
         pass
@@ -963,7 +973,7 @@ def _before_fork() -> None:
 def _unblock_sigterm_after_fork() -> None:
     if _sigterm_blocked_for_fork:
         try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, set(_STOP_SIGNALS))
         except (ValueError, OSError, AttributeError):  # pragma: no cover
             pass
 
