@@ -317,3 +317,29 @@ def test_a_pool_reused_in_a_later_run_records_nothing_into_the_ended_one(tmp_pat
     squares = [e["generated"][0]["value"] for e in events
                if e["type"] == "task" and e["event"] == "end"]
     assert sorted(squares) == [0, 1, 4, 9]  # none of the second run's work
+
+
+def test_the_owner_says_when_running_children_still_hold_spooled_events(tmp_path, caplog):
+    """black-box testing: a SIGTERM to a process group ended the run while Pool workers were
+    dying; 84 of their events stayed in the spool and nothing said so."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: every event is spooled
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    read, write = os.pipe()
+    with capture.workflow("held", sink=url, run_id="held", spool=tmp_path / "spool",
+                          flush_timeout=0.5):
+        pid = os.fork()
+        if pid == 0:
+            with capture.current_workflow().task("child"):
+                pass
+            os.write(write, b"x")
+            time.sleep(30)
+            os._exit(0)
+        assert os.read(read, 1) == b"x"
+    try:
+        assert "1 spool segment(s) of this run's other processes, still running" in caplog.text
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)

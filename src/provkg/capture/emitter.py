@@ -251,6 +251,21 @@ class Emitter:
             self.spool.append_lines(encode_events(leftover))
         self.spool.release()
         self._report_at_close()
+        if adopt:
+            self._report_others()
+
+    def _report_others(self) -> None:
+        """The owner ends the run while other processes of it still hold spooled events (a
+        worker dying of the same SIGTERM): they stay for ``provkg replay``, which is said."""
+        try:
+            held = self.spool.others_segments()
+        except Exception:  # noqa: BLE001 - a report only
+            return
+        if held:
+            logger.warning("provkg.capture: %d spool segment(s) of this run's other processes, "
+                           "still running as the run ended, are in %s; what is left there once "
+                           "they have exited, re-send with `provkg replay %s --to URL`", held,
+                           self.spool.directory, self.spool.root)
 
     def _report_at_close(self) -> None:
         """What did not reach the receiver: waiting in the spool, refused, dropped."""

@@ -376,6 +376,17 @@ class Spool:
                 self._lines.update((p, lines) for p, _, lines in found)
         return len(found)
 
+    def others_segments(self) -> int:
+        """Segments of this run that other processes still running hold (a worker not yet
+        exited): not this process's to send."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return 0
+        me = os.getpid()
+        return sum(1 for name in names if (m := _SEGMENT_NAME.match(name)) is not None
+                   and int(m.group(1)) != me and _alive(int(m.group(1))))
+
     def _seal(self) -> None:
         if self._file is not None:
             file, self._file = self._file, None
