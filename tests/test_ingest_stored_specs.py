@@ -105,6 +105,49 @@ def test_a_changed_spec_replaces_what_the_old_one_said(embedded_store) -> None:
         assert changed == fresh, schema
 
 
+SECTIONED = """\
+workflow: w
+phase: learning
+transformations:
+  - {name: fit, kind: training}
+  - {name: epoch, kind: section, of: fit, generated: [{name: loss, role: evaluation_measure}]}
+"""
+
+
+def _sectioned_run(run: str, t0: float) -> list[dict]:
+    task = {"type": "task", "workflow_id": run}
+    return [{"type": "workflow", "event": "begin", "id": run, "time": t0, "workflow": "w"},
+            {**task, "event": "begin", "id": f"{run}/fit", "time": t0, "transformation": "fit"},
+            *[e for i in range(2) for e in (
+                {**task, "event": "begin", "id": f"{run}/e{i}", "time": t0 + i,
+                 "transformation": "epoch", "parent": f"{run}/fit", "index": i},
+                {**task, "event": "end", "id": f"{run}/e{i}", "time": t0 + i + 0.5,
+                 "transformation": "epoch", "status": "finished",
+                 "generated": [{"name": "loss", "value": 1.0 / (i + 1)}]})],
+            {**task, "event": "end", "id": f"{run}/fit", "time": t0 + 3, "transformation": "fit",
+             "status": "finished"}]
+
+
+def test_a_section_the_changed_spec_drops_leaves_the_graph_a_fresh_ingest_gives(embedded_store) -> None:
+    # black-box testing: the dropped section's executions, mapped as sections before, were left
+    # in no run (a fresh ingest makes them the run's own tasks: provlake:isPartOf the run)
+    from provkg.service.ingest import ingest_events
+
+    v1 = parse_spec(SECTIONED)
+    v2 = parse_spec(SECTIONED.replace("  - {name: epoch, kind: section", "  # "))
+    assert [t.name for t in v2.transformations] == ["fit"]
+    for schema in ("typed", "tagged"):
+        embedded_store.clear()
+        ingest_events(embedded_store, _sectioned_run("r1", 1.0e9), specs=[v1], schema=schema)
+        ingest_events(embedded_store, _sectioned_run("r2", 1.1e9), specs=[v2], schema=schema)
+        changed = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+        embedded_store.clear()
+        ingest_events(embedded_store, _sectioned_run("r1", 1.0e9) + _sectioned_run("r2", 1.1e9),
+                      specs=[v2], schema=schema)
+        fresh = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+        assert changed == fresh, (schema, changed ^ fresh)
+
+
 SHARED = """\
 workflow: WF
 phase: learning
