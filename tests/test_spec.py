@@ -286,3 +286,13 @@ def test_every_problem_of_a_spec_given_to_a_command_is_an_error_line(tmp_path: P
     assert main(["ingest", str(events), "--spec", str(bad), "--store", "memory:"]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) > 3 and all(line.startswith(f"error: {bad}:") for line in lines)
+
+
+def test_a_key_yaml_reads_as_a_number_or_boolean_is_named_at_its_own_line() -> None:
+    # black-box testing: `1: x` read as the list index [1], at the line of its block
+    text = "workflow: w\nphase: learning\ntransformations:\n  - name: t\n    used:\n      - name: a\n        true: x\n    1: y\n"
+    assert _problems(text, "k.yaml") == [
+        'k.yaml:7: transformations[0].used[0]: the key true is a number or true/false, not a '
+        'name: quote it ("...")',
+        'k.yaml:8: transformations[0]: the key 1 is a number or true/false, not a name: quote '
+        'it ("...")']

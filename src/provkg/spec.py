@@ -219,6 +219,14 @@ def _marks(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], in
             _marks(item, path + (i,), out, problems)
 
 
+def _text_key(text: str) -> bool:
+    """Does YAML read the plain key ``text`` as a string (not 1, true, null, 2.5)?"""
+    try:
+        return isinstance(yaml.safe_load(text), str)
+    except yaml.YAMLError:
+        return True
+
+
 def _field(path: tuple[Any, ...]) -> str:
     out = ""
     for part in path:
@@ -409,6 +417,15 @@ def _parse_checked(text: str, source: str) -> Spec:
             if err["type"] == "extra_forbidden" and not _ECHO.get():
                 # the line says where; the key itself is what the client sent (a pasted secret)
                 report.add(loc[:-1], message, at=loc)
+            elif err["type"] == "invalid_key":  # YAML read `1:` or `true:` as a number / bool:
+                # not an index of the path, and its line is the key's (YAML wrote it as text)
+                siblings = [p for p in lines if len(p) == len(loc) and p[:-1] == loc[:-1]
+                            and isinstance(p[-1], str) and not _text_key(p[-1])]
+                at = next((p for p in siblings if p[-1].lower() == str(loc[-1]).lower()),
+                          siblings[0] if siblings else loc[:-1])
+                shown = f" {at[-1] if siblings else loc[-1]!s}" if _ECHO.get() else ""
+                report.add(loc[:-1], f"the key{shown} is a number or true/false, not a name: "
+                           "quote it (\"...\")", at=at)
             else:
                 report.add(loc, message)
         _check_raw(data, report)
