@@ -64,8 +64,9 @@ def test_a_nan_measure_is_neither_best_nor_worst(runs):
 def test_integer_parameters_are_ascii_and_64_bit(k):
     with pytest.raises(BadParameter, match="parameter 'k': expected an integer") as err:
         render_query("d5", {"workflow": "fit", "k": k})
-    # found by black-box testing: a 25-digit epoch was told "expected an integer such as 3"
-    assert ("between -2^63 and 2^63-1" in str(err.value)) == (k.isascii() and k.isdigit())
+    # found by black-box testing: a 25-digit epoch was told "expected an integer such as 3";
+    # the range is the one k takes (it said -2^63 for a k from 1)
+    assert ("between 1 and 2^63-1" in str(err.value)) == (k.isascii() and k.isdigit())
 
 
 def test_an_unknown_parameter_name_is_not_echoed():

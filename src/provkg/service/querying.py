@@ -108,6 +108,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                     and given[0] not in "/~" and ":" not in given else "")
             notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
     notes += unknown_attributes(store, name, params)
+    if not notes and isinstance(values.get("hyperparameter"), str) and "value" in values:
+        notes += _unrecorded_value(store, values["hyperparameter"], values["value"])
     if notes:
         return notes
     held = schemas_in_store(store)
@@ -141,6 +143,21 @@ def unknown_attributes(store: Store, name: str, params: dict[str, object]) -> li
             notes.append(f"no attribute of any spec in the store is named {given!r} "
                          f"(parameter {named})")
     return notes
+
+
+def _unrecorded_value(store: Store, hyperparameter: str, value: object) -> list[str]:
+    """A note when no value of ``hyperparameter`` is ``value`` as text, naming a few that are
+    (a value matched in another case or spacing gave no rows, unsaid: black-box testing)."""
+    rows = store.select(
+        f"SELECT DISTINCT ?v WHERE {{ ?a {iri(RDFS.label)} {literal(hyperparameter)} . "
+        f"?x {iri(PROV.wasDerivedFrom)} ?a ; {iri(PROV.value)} ?v }} LIMIT 200").rows
+    recorded = sorted({str(v) for (v,) in rows}, key=lambda t: (len(t), t))
+    wanted = str(value).lower() if isinstance(value, bool) else str(value)
+    if not recorded or wanted in recorded:
+        return []
+    shown = ", ".join(repr(v) for v in recorded[:6]) + (", ..." if len(recorded) > 6 else "")
+    return [f"no value {value!r} is recorded for hyperparameter {hyperparameter!r} (recorded: "
+            f"{shown}; values match exactly, case and spaces included)"]
 
 
 def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, object], *,
