@@ -90,19 +90,23 @@ def _run(run: str, t0: float) -> list[dict]:
 def test_a_changed_spec_replaces_what_the_old_one_said(embedded_store) -> None:
     # found by black-box testing: a role fixed in the spec (seed: hyperparameter -> plain) left
     # the old class and tag, so typed and tagged answered differently from a fresh store
+    v1, v2 = (parse_spec(CHANGED.replace("ROLE", r)) for r in ("hyperparameter", "plain"))
+    _assert_changed_is_fresh(embedded_store, v1, v2, _run)
+
+
+def _assert_changed_is_fresh(store, v1, v2, run) -> None:
+    """Run r1 under spec v1 then r2 under v2 gives the graph both runs under v2 give."""
     from provkg.service.ingest import ingest_events
 
-    v1, v2 = (parse_spec(CHANGED.replace("ROLE", r)) for r in ("hyperparameter", "plain"))
     for schema in ("typed", "tagged"):
-        embedded_store.clear()
-        ingest_events(embedded_store, _run("r1", 1.0e9), specs=[v1], schema=schema)
-        ingest_events(embedded_store, _run("r2", 1.1e9), specs=[v2], schema=schema)
-        changed = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
-        embedded_store.clear()
-        ingest_events(embedded_store, _run("r1", 1.0e9) + _run("r2", 1.1e9), specs=[v2],
-                      schema=schema)
-        fresh = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
-        assert changed == fresh, schema
+        store.clear()
+        ingest_events(store, run("r1", 1.0e9), specs=[v1], schema=schema)
+        ingest_events(store, run("r2", 1.1e9), specs=[v2], schema=schema)
+        changed = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+        store.clear()
+        ingest_events(store, run("r1", 1.0e9) + run("r2", 1.1e9), specs=[v2], schema=schema)
+        fresh = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+        assert changed == fresh, (schema, changed ^ fresh)
 
 
 SECTIONED = """\
@@ -131,21 +135,10 @@ def _sectioned_run(run: str, t0: float) -> list[dict]:
 def test_a_section_the_changed_spec_drops_leaves_the_graph_a_fresh_ingest_gives(embedded_store) -> None:
     # black-box testing: the dropped section's executions, mapped as sections before, were left
     # in no run (a fresh ingest makes them the run's own tasks: provlake:isPartOf the run)
-    from provkg.service.ingest import ingest_events
-
     v1 = parse_spec(SECTIONED)
     v2 = parse_spec(SECTIONED.replace("  - {name: epoch, kind: section", "  # "))
     assert [t.name for t in v2.transformations] == ["fit"]
-    for schema in ("typed", "tagged"):
-        embedded_store.clear()
-        ingest_events(embedded_store, _sectioned_run("r1", 1.0e9), specs=[v1], schema=schema)
-        ingest_events(embedded_store, _sectioned_run("r2", 1.1e9), specs=[v2], schema=schema)
-        changed = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
-        embedded_store.clear()
-        ingest_events(embedded_store, _sectioned_run("r1", 1.0e9) + _sectioned_run("r2", 1.1e9),
-                      specs=[v2], schema=schema)
-        fresh = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
-        assert changed == fresh, (schema, changed ^ fresh)
+    _assert_changed_is_fresh(embedded_store, v1, v2, _sectioned_run)
 
 
 SHARED = """\
