@@ -246,6 +246,8 @@ def _sparql_requests(http: httpx.Client, text: str) -> list[httpx.Response]:
         http.post("/v1/sparql", content=text.encode(),
                   headers={"Content-Type": "application/sparql-query"}),
         http.post("/v1/sparql", data={"update": text}),
+        http.post("/v1/sparql", content=text.encode(),
+                  headers={"Content-Type": "application/sparql-update"}),
     ]
 
 
@@ -253,6 +255,10 @@ def _sparql_requests(http: httpx.Client, text: str) -> list[httpx.Response]:
 def test_sparql_updates_are_refused(server: ApiServer, unchanged: None, text: str) -> None:
     for response in _sparql_requests(server.http, text):
         assert_clear_4xx(response, status=400)
+    # the Protocol's own update forms are told the endpoint is read-only (they were 415 and
+    # "send exactly one 'query' parameter": black-box testing)
+    for response in _sparql_requests(server.http, text)[3:]:
+        assert response.json()["error"] == "read_only", response.text
 
 
 @pytest.fixture

@@ -231,7 +231,7 @@ def test_provkg_rows_only_on_request(server: ApiServer) -> None:
     assert body["columns"] == ["p", "o", "missing"]
     assert body["rows"][2] == [f"{EX}p3count", 42, None]  # numbers as JSON numbers
     ask = sparql(server, ASK_TRUE, "application/vnd.provkg.rows+json")
-    assert ask.json() == {"boolean": True}
+    assert ask.json() == {"columns": ["boolean"], "rows": [[True]]}  # as the CLI writes it
 
 
 # -- ASK -----------------------------------------------------------------------------

@@ -31,7 +31,8 @@ from provkg.errors import (
 
 __all__ = [
     "Unauthorized", "BodyTooLarge", "UnsupportedMediaType", "NotAcceptable", "ReadOnlyQuery",
-    "BadRequest", "QueueUnavailable", "status_of", "install_error_handlers", "error_body",
+    "BadRequest", "TooManyRows", "QueueUnavailable", "status_of", "install_error_handlers",
+    "error_body",
 ]
 
 log = logging.getLogger("provkg.api")
@@ -59,6 +60,12 @@ class ReadOnlyQuery(ProvkgError):
     code = "read_only"
 
 
+class TooManyRows(ProvkgError):
+    """An answer past the server's ``max_rows`` (one code for canned queries and SPARQL)."""
+
+    code = "too_many_rows"
+
+
 class BadRequest(ProvkgError):
     """Malformed request framing: bad encoding, not UTF-8, not JSON."""
 
@@ -76,6 +83,7 @@ _STATUS: list[tuple[type[ProvkgError], int]] = [
     (UnsupportedMediaType, 415),
     (NotAcceptable, 406),
     (ReadOnlyQuery, 400),
+    (TooManyRows, 400),
     (BadRequest, 400),
     (BadEvent, 422),
     (BadSpec, 422),

@@ -68,8 +68,8 @@ SPARQL_JSON = "application/sparql-results+json"
 SPARQL_XML = "application/sparql-results+xml"
 CSV = "text/csv"
 TSV = "text/tab-separated-values"
-#: provkg's own ``{"columns": [...], "rows": [[...]]}`` with numbers as JSON numbers (SELECT;
-#: ASK answers ``{"boolean": ...}``): asked for explicitly, never a default
+#: provkg's own ``{"columns": [...], "rows": [[...]]}`` with numbers as JSON numbers (an ASK
+#: as one column ``boolean``, as the CLI writes it): asked for explicitly, never a default
 ROWS_JSON = "application/vnd.provkg.rows+json"
 TURTLE = "text/turtle"
 NTRIPLES = "application/n-triples"
@@ -253,8 +253,8 @@ def _select_body(media: str, columns: list[str], rows: list[list[Any]]) -> bytes
 def _ask_body(media: str, boolean: bool) -> bytes:
     if media == SPARQL_JSON:
         return orjson.dumps({"head": {}, "boolean": boolean})
-    if media == ROWS_JSON:
-        return orjson.dumps({"boolean": boolean})
+    if media == ROWS_JSON:  # as the CLI writes it (black-box testing: it was {"boolean": ...})
+        return orjson.dumps({"columns": ["boolean"], "rows": [[boolean]]})
     if media == SPARQL_XML:
         return (f"{_XML_HEAD}<head/>\n<boolean>{'true' if boolean else 'false'}</boolean>\n"
                 "</sparql>\n").encode()

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from provkg.errors import BadParameter, QuerySyntaxError, QueryTimeout, StoreError
+from provkg.api.errors import TooManyRows
+from provkg.errors import QuerySyntaxError, QueryTimeout, StoreError
 from provkg.store.base import Rows, Store
 
 __all__ = ["SparqlAnswer", "SparqlRunner", "embedded_directory"]
@@ -139,7 +140,7 @@ class SparqlRunner:
             QueryTimeout: past the timeout (the work is stopped on an embedded store).
             QuerySyntaxError: the store's parser refused it.
             ReadOnlyQuery: the guard refused it (an update, or SERVICE).
-            BadParameter: the answer has more than ``max_rows`` rows.
+            TooManyRows: the answer has more than ``max_rows`` rows.
         """
         if self._directory is not None:
             return self._run_subprocess(text, form, guard)
@@ -209,7 +210,7 @@ class SparqlRunner:
 
             raise ReadOnlyQuery(str(reply["message"]))
         if error == "too_many_rows":
-            raise BadParameter(str(reply["message"]))
+            raise TooManyRows(str(reply["message"]))
         if error:
             raise StoreError(str(reply["message"]))
         if reply["kind"] == "select":
@@ -226,12 +227,12 @@ class SparqlRunner:
         if form == "select":
             rows = self._store.select_terms(text, timeout=self._timeout)
             if len(rows.rows) > self._max_rows:
-                raise BadParameter(f"the result has more than {self._max_rows} rows (the "
+                raise TooManyRows(f"the result has more than {self._max_rows} rows (the "
                                    "server's max_rows); add LIMIT or narrow the query")
             return SparqlAnswer(form, rows=rows, columns=rows.columns)
         if form == "ask":
             return SparqlAnswer(form, boolean=self._store.ask(text))
         triples = self._store.construct(text)
         if len(triples) > self._max_rows:
-            raise BadParameter(f"the result has more than {self._max_rows} triples; narrow the query")
+            raise TooManyRows(f"the result has more than {self._max_rows} triples; narrow the query")
         return SparqlAnswer(form, ntriples="".join(f"{s} {p} {o} .\n" for s, p, o in triples))

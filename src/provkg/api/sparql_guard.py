@@ -18,12 +18,12 @@ from provkg.api.errors import ReadOnlyQuery
 from provkg.errors import QuerySyntaxError
 from provkg.store.base import SPARQL_PARSER_LOCK
 
-__all__ = ["GuardedQuery", "check_query", "query_form_of", "MAX_QUERY_CHARS"]
+__all__ = ["GuardedQuery", "check_query", "query_form_of", "MAX_QUERY_CHARS", "UPDATE_REFUSED"]
 
 #: longer query texts are refused before parsing
 MAX_QUERY_CHARS = 100_000
 
-_UPDATE_REFUSED = ("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
+UPDATE_REFUSED = ("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
                    "are refused: this endpoint is read-only; use POST /v1/events to write")
 
 _FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct",
@@ -83,7 +83,7 @@ def query_form_of(text: str) -> str:
     except BadParameter:
         raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query") from None
     if form == "UPDATE":
-        raise ReadOnlyQuery(_UPDATE_REFUSED)
+        raise ReadOnlyQuery(UPDATE_REFUSED)
     return form.lower()
 
 
@@ -112,7 +112,7 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
         raise QuerySyntaxError("query nests too deeply to parse") from None
     except ParseBaseException as exc:
         if _is_update(view, parseUpdate):
-            raise ReadOnlyQuery(_UPDATE_REFUSED) from None
+            raise ReadOnlyQuery(UPDATE_REFUSED) from None
         raise QuerySyntaxError(f"SPARQL syntax error: {exc.msg}", line=exc.lineno,
                                column=exc.col) from None
     form = _FORMS.get(getattr(parsed[1], "name", ""), "")

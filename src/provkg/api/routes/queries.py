@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from provkg.api.errors import BadRequest, NotAcceptable
+from provkg.api.errors import NotAcceptable, TooManyRows
 from provkg.api.openapi import ROWS_NOT_ACCEPTABLE, error_responses
 from provkg.api.render import NOTE_HEADER, ROWS_FORMATS, header_text, rows_format, rows_response
 from provkg.errors import BadParameter, UnknownQuery
@@ -88,7 +88,8 @@ async def run_canned(name: str, request: Request) -> Response:
                                    schema=service.settings.ingest_schema,
                                    timeout=service.settings.query_timeout_s)
     if len(rows.rows) > service.settings.max_rows:
-        raise BadRequest(f"the answer has more than {service.settings.max_rows} rows (max_rows)")
+        raise TooManyRows(f"the answer has more than {service.settings.max_rows} rows (the "
+                          "server's max_rows)")
     response = rows_response(media, rows)
     # why an empty answer is empty, where cheap checks tell (a parameter naming nothing in the
     # store, rows in another schema), and a measure no spec names even when rows came, as the

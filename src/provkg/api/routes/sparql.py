@@ -15,8 +15,9 @@ Accept or ``*/*`` gets the first of each list):
   term types kept), or provkg's own ``{"columns": [...], "rows": [[...]]}`` with
   numbers as JSON numbers, on ``Accept: application/vnd.provkg.rows+json`` only;
 - ASK: ``application/sparql-results+json`` (``{"head": {}, "boolean": ...}``),
-  ``application/sparql-results+xml``, or ``{"boolean": ...}`` as
-  ``application/vnd.provkg.rows+json`` (CSV and TSV define no boolean form);
+  ``application/sparql-results+xml``, or ``{"columns": ["boolean"], "rows": [[...]]}`` as
+  ``application/vnd.provkg.rows+json``, as the CLI writes it (CSV and TSV define no boolean
+  form);
 - CONSTRUCT / DESCRIBE: ``text/turtle``, ``application/n-triples``,
   ``application/ld+json``, ``application/rdf+xml``.
 
@@ -32,10 +33,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.body import read_body
-from provkg.api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+from provkg.api.errors import BadRequest, NotAcceptable, ReadOnlyQuery, UnsupportedMediaType
 from provkg.api.openapi import SPARQL_RESPONSES
 from provkg.api.render import SPARQL_FORMATS, sparql_format, sparql_response
-from provkg.api.sparql_guard import MAX_QUERY_CHARS, check_query, query_form_of
+from provkg.api.sparql_guard import MAX_QUERY_CHARS, UPDATE_REFUSED, check_query, query_form_of
 
 router = APIRouter(tags=["sparql"])
 
@@ -51,8 +52,14 @@ def _refuse_graph_parameters(pairs: list[tuple[str, str]]) -> None:
                          "the union of all graphs; use GRAPH in the query")
 
 
+def _refuse_updates(pairs: list[tuple[str, str]]) -> None:
+    if any(k in ("update", "using-graph-uri", "using-named-graph-uri") for k, _ in pairs):
+        raise ReadOnlyQuery(UPDATE_REFUSED)
+
+
 def _pick_query(pairs: list[tuple[str, str]]) -> str:
     queries = [v for k, v in pairs if k == "query"]
+    _refuse_updates(pairs)  # the Protocol's update forms: said as such (black-box testing)
     _refuse_graph_parameters(pairs)
     if len(queries) != 1:
         raise BadRequest("send exactly one 'query' parameter (SPARQL 1.1 Protocol)")
@@ -116,8 +123,11 @@ async def sparql_post(request: Request) -> Response:
         raise BadRequest("the query is in the URL of a POST: send it once, in the body "
                          "(application/sparql-query, or the 'query' field of a form) or in "
                          "the URL of a GET")
+    _refuse_updates(in_url)
     _refuse_graph_parameters(in_url)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media == "application/sparql-update":  # a standard client's update: not a media problem
+        raise ReadOnlyQuery(UPDATE_REFUSED)
     if media not in ("application/sparql-query", "application/x-www-form-urlencoded"):
         raise UnsupportedMediaType("POST the query as application/sparql-query or as the "
                                    "'query' field of application/x-www-form-urlencoded")
