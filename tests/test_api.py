@@ -72,6 +72,9 @@ def test_head_is_answered_wherever_get_is(server: ApiServer) -> None:
     refused = server.http.post("/v1/queries/d3")
     assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD"
     assert server.http.head("/v1/events").headers["allow"] == "POST"
+    # every method of the path, not the matched route's only (PUT /v1/specs said POST)
+    assert server.http.put("/v1/specs").headers["allow"] == "GET, HEAD, POST"
+    assert server.http.put("/v1/sparql").headers["allow"] == "GET, HEAD, POST"
 
 
 def test_openapi_declares_the_bearer_token_and_the_answers_of_each_write(server: ApiServer) -> None:

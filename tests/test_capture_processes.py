@@ -10,6 +10,8 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -339,7 +341,21 @@ def test_the_owner_says_when_running_children_still_hold_spooled_events(tmp_path
             os._exit(0)
         assert os.read(read, 1) == b"x"
     try:
-        assert "1 spool segment(s) of this run's other processes, still running" in caplog.text
+        assert "1 spool segment(s) of this run's other processes (running or ending" in caplog.text
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_segments_of_processes_that_died_after_the_orphan_search_are_counted(tmp_path):
+    """black-box testing: with a process-group SIGTERM, Pool workers were alive when the owner
+    looked for orphans and dead when it counted the living's segments: neither sent nor said."""
+    from provkg.capture.spool import Spool
+
+    spool = Spool(tmp_path / "spool", "r")
+    spool.directory.mkdir(parents=True, exist_ok=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (spool.directory / f"{1:020d}-{dead}-00000001.jsonl").write_text('{"x": 1}\n')
+    assert spool.others_segments() == 1  # not taken over: counted whoever wrote it
+    assert spool.adopt_orphans() == 1 and spool.others_segments() == 0

@@ -398,6 +398,10 @@ def _parse_checked(text: str, source: str) -> Spec:
         if not is_json or _lone_surrogate(data):  # (JSON YAML cannot read: no lines then)
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else 1
+            if is_json:  # the one JSON problem that gets here
+                _raise([f"{source}:{line}: not valid JSON: a \\u escape of half a surrogate "
+                        f"pair (\\ud800-\\udfff without its other half) is not a character "
+                        f"(column {mark.column + 1 if mark is not None else 1})"])
             _raise([f"{source}:{line}: not valid YAML or JSON: {exc.problem or exc}"])
     except yaml.YAMLError as exc:
         if not is_json or _lone_surrogate(data):
@@ -413,7 +417,7 @@ def _parse_checked(text: str, source: str) -> Spec:
     except ValidationError as exc:
         for err in exc.errors(include_input=False, include_url=False):
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
-            message = _pydantic_message(err, loc)
+            message = _pydantic_message(err, loc, is_json=is_json)
             if err["type"] == "extra_forbidden" and not _ECHO.get():
                 # the line says where; the key itself is what the client sent (a pasted secret)
                 report.add(loc[:-1], message, at=loc)
@@ -436,13 +440,15 @@ def _parse_checked(text: str, source: str) -> Spec:
     return spec
 
 
-def _pydantic_message(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
+def _pydantic_message(err: dict[str, Any], loc: tuple[Any, ...], *, is_json: bool = False) -> str:
     if err["type"] == "missing":
         return "required field is missing"
     if err["type"] == "extra_forbidden":
         fields = _fields_at(loc[:-1])
         return (f"unknown field; expected one of: {', '.join(fields)}" if fields
                 else "unknown field")
+    if err["type"] == "string_type" and is_json:
+        return f"{err['msg']}: write it as a JSON string (\"...\")"
     if err["type"] == "string_type":  # `workflow: no`, `name: 1.10`: YAML read a bool or a number
         return (f"{err['msg']}; quote it (\"...\"): YAML reads yes, no, on, off, true, false and "
                 "numbers as such, not as names")

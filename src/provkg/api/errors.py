@@ -140,13 +140,28 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         headers = dict(getattr(exc, "headers", None) or {})
-        allow = [m.strip() for m in headers.get("Allow", "").split(",") if m.strip()]
-        if "GET" in allow and "HEAD" not in allow:  # HEAD is served wherever GET is
-            headers["Allow"] = ", ".join([*allow, "HEAD"])
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(request))
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code,
                             headers=headers or None)
 
     app.add_middleware(_InternalError)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette names only the matched route's:
+    ``PUT /v1/specs`` said POST, not GET and POST: black-box testing), HEAD wherever GET is."""
+    from starlette.routing import Match
+
+    routes = request.app.router.routes
+    allowed = {m for m in _METHODS
+               if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)}
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return [m for m in _METHODS if m in allowed]
 
 
 class _InternalError:

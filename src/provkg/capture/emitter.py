@@ -255,16 +255,17 @@ class Emitter:
             self._report_others()
 
     def _report_others(self) -> None:
-        """The owner ends the run while other processes of it still hold spooled events (a
-        worker dying of the same SIGTERM): they stay for ``provkg replay``, which is said."""
+        """The owner ends the run while other processes of it hold spooled events it has not
+        taken over (a worker still running, or dying of the same SIGTERM): they stay for
+        ``provkg replay``, which is said."""
         try:
             held = self.spool.others_segments()
         except Exception:  # noqa: BLE001 - a report only
             return
         if held:
-            logger.warning("provkg.capture: %d spool segment(s) of this run's other processes, "
-                           "still running as the run ended, are in %s; what is left there once "
-                           "they have exited, re-send with `provkg replay %s --to URL`", held,
+            logger.warning("provkg.capture: %d spool segment(s) of this run's other processes "
+                           "(running or ending as the run ended) are in %s; what is left there "
+                           "once they have exited, re-send with `provkg replay %s --to URL`", held,
                            self.spool.directory, self.spool.root)
 
     def _report_at_close(self) -> None:

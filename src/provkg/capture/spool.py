@@ -377,15 +377,16 @@ class Spool:
         return len(found)
 
     def others_segments(self) -> int:
-        """Segments of this run that other processes still running hold (a worker not yet
-        exited): not this process's to send."""
+        """Segments of this run other processes wrote that this spool has not taken over:
+        theirs while they run, and those of processes that died after :meth:`adopt_orphans`
+        looked (workers dying of the same process-group SIGTERM as their owner)."""
         try:
             names = os.listdir(self.directory)
         except OSError:
             return 0
-        me = os.getpid()
+        me, taken = os.getpid(), {p.name for p in self._sealed}
         return sum(1 for name in names if (m := _SEGMENT_NAME.match(name)) is not None
-                   and int(m.group(1)) != me and _alive(int(m.group(1))))
+                   and int(m.group(1)) != me and name not in taken)
 
     def _seal(self) -> None:
         if self._file is not None:
