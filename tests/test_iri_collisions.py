@@ -68,6 +68,22 @@ def test_a_task_id_ending_in_used_does_not_merge_its_values_with_its_parents_inp
         assert len(values) == 4 and all(len(v) == 1 for v in values.values()), (schema, values)
 
 
+def test_a_run_s_own_values_stay_apart_from_a_task_of_the_same_id():
+    """black-box testing: run ``exp.1``'s own learning_rate and loss merged with those of task
+    ``exp.1`` (the capture library's first task of run ``exp``), so d4 paired wrong values."""
+    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
+    events = [{"type": "workflow", "event": "begin", "id": "exp", "time": T0, "workflow": "w"},
+              *_used_task("exp.1", "train", [{"name": "lr", "value": 0.1}], run="exp"),
+              *_task("run/exp.1", "train", [{"name": "lr", "value": 0.2}], run="exp"),
+              {"type": "workflow", "event": "begin", "id": "exp.1", "time": T0, "workflow": "w",
+               "used": [{"name": "lr", "value": 0.5}]},
+              {"type": "workflow", "event": "end", "id": "exp.1", "time": T0 + 2, "workflow": "w",
+               "status": "finished", "generated": [{"name": "lr", "value": 0.3}]}]
+    for schema in ("typed", "tagged", "sprov"):
+        values = _subjects_with(map_events(events, {"w": spec}, schema=schema), "#value")
+        assert len(values) == 4 and all(len(v) == 1 for v in values.values()), (schema, values)
+
+
 def test_spec_elements_with_slashes_stay_apart():
     spec = parse_spec(SPEC)
     labels = _subjects_with(map_spec(spec), "#label")
@@ -147,3 +163,18 @@ def test_sprov_changes_and_processes_with_slashes_stay_apart():
     labels = _subjects_with(triples, "#label")
     processes = {s: o for s, o in labels.items() if "/process/" in s}
     assert len(processes) == 2 and all(len(o) == 1 for o in processes.values()), processes
+
+
+def test_a_task_s_environment_is_kept():
+    """black-box testing: a task event's environment (host, pid, cluster, job) was dropped."""
+    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
+    begin, end = _task("t", "train", [])
+    begin["environment"] = {"host": "gpu-7", "job": "12345"}
+    for schema in ("typed", "tagged"):
+        run = {"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "w"}
+        kept = _subjects_with(map_events([run, begin, end], {"w": spec}, schema=schema),
+                              "#environment")
+        assert list(kept) == [f"<{mint_iri('task', 't')}>"], schema
+        assert next(iter(kept.values())) == {
+            '"{\\"host\\":\\"gpu-7\\",\\"job\\":\\"12345\\"}"'
+            '^^<http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON>'}, schema

@@ -298,20 +298,25 @@ class Batch(_Model):
 _EVENT = TypeAdapter(Event)
 
 
-def default_value_id(task_id: str, name: str, *, used: bool) -> str:
+def default_value_id(task_id: str, name: str, *, used: bool, run: bool = False) -> str:
     """The id of a value the client sent without one (design decision S4): the task id, then
-    ``used/`` for a value the task used, then the name. Different (task, name, side) never
-    give the same id:
+    ``used/`` for a value the task used, then the name; a value of a workflow run itself
+    (``run=True``, ``task_id`` its run id) under ``run/``. Different (task or run, name, side)
+    never give the same id:
 
     * a '/' or '%' in the name is percent-encoded, so task ``job`` generating ``train/loss``
       and task ``job/train`` generating ``loss`` stay two values;
     * in the task id, '%' is encoded and a last segment ``used`` is written ``%75sed``, so
-      task ``job/used`` generating ``lr`` and task ``job`` using ``lr`` stay two values.
+      task ``job/used`` generating ``lr`` and task ``job`` using ``lr`` stay two values;
+    * a first segment ``run`` of a task id is written ``%72un``, so run ``exp.1`` and the task
+      ``exp.1`` of run ``exp`` (the capture library's ids) keep their values apart.
 
     >>> default_value_id("job", "train/loss", used=False), default_value_id("t", "lr", used=True)
     ('job/train%2Floss', 't/used/lr')
     >>> default_value_id("job/used", "lr", used=False)
     'job/%75sed/lr'
+    >>> default_value_id("exp.1", "lr", used=True, run=True), default_value_id("run/x", "lr", used=True)
+    ('run/exp.1/used/lr', '%72un/x/used/lr')
     """
     if "/" in name or "%" in name:
         name = name.replace("%", "%25").replace("/", "%2F")
@@ -319,6 +324,10 @@ def default_value_id(task_id: str, name: str, *, used: bool) -> str:
         task_id = task_id.replace("%", "%25")
     if task_id == "used" or task_id.endswith("/used"):
         task_id = task_id[:-4] + "%75sed"
+    if run:
+        task_id = "run/" + task_id
+    elif task_id == "run" or task_id.startswith("run/"):
+        task_id = "%72un" + task_id[3:]
     return f"{task_id}/used/{name}" if used else f"{task_id}/{name}"
 
 

@@ -119,6 +119,9 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
         append((t, _INDEX, _INTEGER.format(index) if type(index) is int else literal(index)))
     if get("agent") is not None:
         _agent(e, t, st, out)
+    env = get("environment")
+    if env:  # as for a run: one JSON literal (black-box testing: a task's was dropped)
+        append((t, PK.environment, literal(env)))
     used = get("used")
     if used:
         _values(used, t, task_id, wt, tt, st, out, used=True, plain=False)
@@ -149,7 +152,7 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         loc = get("location")
         if loc is not None:  # one node per place, however the client spelled it
             loc = location_form(loc)
-        vid = get("id") or loc or default_value_id(owner_id, name, used=used)
+        vid = get("id") or loc or default_value_id(owner_id, name, used=used, run=plain)
         vt = mint_value(vid)
         if used:
             append((execution, _USED, vt))

@@ -93,7 +93,7 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
         out += [(proc, A, SP.SystemProcess), (proc, LABEL, literal(f"{env['host']}:{env.get('pid', '')}"))]
     for side in ("used", "generated"):
         for v in e.get(side) or ():
-            _value(v, r, run_id, None, st, out, used=side == "used")
+            _value(v, r, run_id, None, st, out, used=side == "used", run=True)
 
 
 def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
@@ -159,12 +159,13 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
 
 
 def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, st: MapState,
-           out: list[Triple], *, used: bool, transformation: str | None = None) -> None:
+           out: list[Triple], *, used: bool, transformation: str | None = None,
+           run: bool = False) -> None:
     name = v["name"]
     loc = v.get("location")
     if loc is not None:  # one node per place, however the client spelled it
         loc = location_form(loc)
-    vt = st.mint.value(v.get("id") or loc or default_value_id(owner_id, name, used=used))
+    vt = st.mint.value(v.get("id") or loc or default_value_id(owner_id, name, used=used, run=run))
     out.append((execution, P.used, vt) if used else (vt, P.wasGeneratedBy, execution))
     role = None
     if spec is not None and transformation is not None:
