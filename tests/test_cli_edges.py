@@ -369,3 +369,11 @@ def test_a_command_that_only_reads_takes_no_lock(tmp_path: Path) -> None:
         assert writer.returncode == 0, writer.stderr
     with open_store(f"oxigraph:{db}") as s:
         assert len(s.select("SELECT * WHERE { ?s ?p ?o }").rows) == 2
+
+
+def test_query_without_a_name_is_an_error_line_and_shows_the_catalog(capsys) -> None:
+    # DESIGN §8: errors are `error: ...` lines (black-box testing: this one had no prefix)
+    assert main(["query"]) == 2
+    out = capsys.readouterr()
+    assert out.err == "error: give a query name, or --list for the catalog\n"
+    assert "d3" in out.out

@@ -348,7 +348,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     """``provkg query NAME --param k=v ... | --list``."""
     if args.list or not args.name:
         if not args.list:
-            print("give a query name, or --list for the catalog", file=sys.stderr)
+            print("error: give a query name, or --list for the catalog", file=sys.stderr)
         print(format_rows(_catalog_rows(), args.format))
         return 0 if args.list else 2
     params = _parse_param_args(args.param)
