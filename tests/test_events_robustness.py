@@ -296,6 +296,22 @@ def test_schema_and_validator_agree_on_time(t: object, valid: bool) -> None:
             parse_batch(batch)
 
 
+@pytest.mark.parametrize("fields, valid", [
+    ({"index": 1.0}, True), ({"index": 1.5}, False),
+    ({"event": "begin", "status": "finished"}, False), ({"event": "end", "status": "failed"}, True)])
+def test_schema_and_validator_agree_on_index_and_status(fields: dict, valid: bool) -> None:
+    # black-box testing: the published schema took 1.0 (an integer to JSON Schema) and a status
+    # on a begin event, which ingest refused
+    validator = jsonschema_rs.Draft202012Validator(batch_schema())
+    batch = {"format": FORMAT, "events": [task(**fields)]}
+    assert validator.is_valid(batch) is valid
+    if valid:
+        parse_batch(batch)
+    else:
+        with pytest.raises(BadEvent, match=r"events\[0\]"):
+            parse_batch(batch)
+
+
 # -- the queue's dead-letter folder ---------------------------------------------------------
 
 

@@ -167,6 +167,8 @@ def _check_environment(env: dict[str, Any]) -> dict[str, Any]:
 def _check_int(v: Any) -> int | None:
     if v is None or type(v) is int:
         return v
+    if type(v) is float and v.is_integer():  # 1.0: an integer to JSON Schema and JavaScript
+        return int(v)
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValueError("must be an integer")  # noqa: TRY004 (pydantic reports ValueErrors)
     return v
@@ -259,6 +261,11 @@ class _EventBase(_Model):
                                  f"value an event {verb} needs a name of its own")
             first[v.name] = i
         return values
+
+    # the published schema says it too (a client validating with it got 422s: black-box testing)
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"event": {"const": "begin"}}, "required": ["event"]},
+        "then": {"not": {"required": ["status"]}}})
 
     @model_validator(mode="after")
     def _status_only_on_end(self) -> _EventBase:
