@@ -178,3 +178,14 @@ def test_a_task_s_environment_is_kept():
         assert next(iter(kept.values())) == {
             '"{\\"host\\":\\"gpu-7\\",\\"job\\":\\"12345\\"}"'
             '^^<http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON>'}, schema
+
+
+def test_a_base_inside_a_vocabulary_namespace_is_refused():
+    import pytest
+
+    from provkg.errors import MappingError
+
+    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
+    with pytest.raises(MappingError, match="inside the vocabulary namespace"):
+        list(map_events(_task("t", "train", []), {"w": spec},
+                        base="https://w3id.org/provkg/provml#"))

@@ -41,7 +41,6 @@ class Settings(BaseSettings):
                                       hide_input_in_errors=True, env_ignore_empty=True)
 
     store: str = DEFAULT_STORE
-    base: str = DEFAULT_BASE
     # service settings (provkg serve)
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000  # 0: any free port (printed at start)

@@ -17,7 +17,7 @@ from provkg.mapper import tagged, typed
 from provkg.mapper.terms import PK, PL, P
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
-from provkg.vocab import DEFAULT_BASE, XSD
+from provkg.vocab import DEFAULT_BASE, PREFIXES, XSD
 
 __all__ = [
     "SCHEMAS",
@@ -43,6 +43,12 @@ class Minter:
     """
 
     def __init__(self, base: str = DEFAULT_BASE):
+        # DESIGN §2: instances never under a vocabulary's namespace (black-box testing: a base
+        # of provml# minted provml#task/... among the classes)
+        clash = next((ns for ns in PREFIXES.values() if base.startswith(ns)), None)
+        if clash is not None:
+            raise MappingError(f"the IRI base {base!r} is inside the vocabulary namespace "
+                               f"{clash}: give instances a base of their own (default {DEFAULT_BASE})")
         self.base = base
         self.run = lru_cache(maxsize=4096)(self._kind("run"))
         self.task = lru_cache(maxsize=65536)(self._kind("task"))
