@@ -96,6 +96,26 @@ def test_values_are_converted_deterministically():
     assert type(got["i"]) is int and type(got["f"]) is float
 
 
+def test_numpy_scalars_are_the_values_their_user_sees(caplog):
+    """black-box testing: a float32 0.001 was 0.0010000000474974513 (d7 value=0.001 missed
+    it), a longdouble recursed to RecursionError (4-7 ms each, then dropped), and a
+    nanosecond timedelta64 / datetime64 (pandas' unit) was a bare integer."""
+    sink = capture.MemorySink()
+    with capture.workflow("np", sink=sink) as wf, wf.task("t") as task:
+        task.generate(lr=np.float32(0.001), p=np.float16(0.3), ld=np.longdouble(0.25),
+                      lds=np.array([0.1], dtype=np.longdouble),
+                      f32s=np.array([[0.001, 0.5]], dtype=np.float32),
+                      ns=np.timedelta64(1500, "ns"), s=np.timedelta64(2, "s"),
+                      at=np.datetime64("2024-05-01T12:00", "ns"), day=np.datetime64("2024-05-01"),
+                      nat=np.datetime64("NaT"), z=np.complex64(1 + 2j))
+    got = {v["name"]: v.get("value") for v in _task_events(sink)[0]["generated"]}
+    assert got == {"lr": 0.001, "p": 0.3, "ld": 0.25, "lds": [0.1], "f32s": [[0.001, 0.5]],
+                   "ns": 1.5e-06, "s": 2.0, "at": "2024-05-01T12:00:00", "day": "2024-05-01",
+                   "nat": None}
+    assert "'z' not captured: a complex number is not a JSON value" in caplog.text
+    assert "RecursionError" not in caplog.text
+
+
 def test_large_array_and_objects_are_refused_with_a_pointer_to_ref(caplog):
     sink = capture.MemorySink()
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):

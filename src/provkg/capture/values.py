@@ -243,9 +243,13 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
         if _is_array(value):
             if value.size > budget[0]:
                 raise _too_big(value.size)
-            value = value.tolist()
-            if not isinstance(value, list):  # a 0-d array
-                return _convert(value, budget, depth)
+            if value.shape == ():  # a numpy scalar, or a 0-d array
+                return _convert(_array_scalar(value), budget, depth)
+            dtype = getattr(value, "dtype", None)
+            if getattr(dtype, "kind", "") in ("f", "c", "m", "M") and str(dtype) != "float64":
+                value = list(value)  # numpy scalars (or rows): each as its user sees it
+            else:
+                value = value.tolist()
         elif isinstance(value, (set, frozenset)):
             value = sorted(value, key=repr)
         budget[0] -= len(value)
@@ -255,7 +259,7 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
     if isinstance(value, Ref):
         raise Refused("a ref inside a list cannot be captured: pass each ref as its own attribute")
     if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy / torch / jax scalar
-        return _convert(value.item(), budget, depth)
+        return _convert(_array_scalar(value), budget, depth)
     if isinstance(value, (bool, int, float, str)):  # subclasses: IntEnum, numpy.float64
         return value.value if isinstance(value, enum.Enum) and type(value.value) in _PLAIN else (
             bool(value) if isinstance(value, bool) else int(value) if isinstance(value, int)
@@ -274,6 +278,35 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
         raise Refused("objects (dicts) are not values: capture each field as its own attribute")
     raise Refused(f"a {kind.__module__}.{kind.__qualname__} is not a JSON value: convert it, "
                   "or store it and capture it with capture.ref(uri)")
+
+
+def _array_scalar(value: Any) -> Any:
+    """A numpy (torch, jax) scalar as the Python value its user sees (black-box testing):
+
+    - a float32 / float16 as the shortest decimal that reads back as it (``np.float32(0.001)``
+      is 0.001, not 0.0010000000474974513, so d7's value=0.001 finds it); a longdouble as the
+      nearest double (its ``item()`` returns a longdouble again: the conversion recursed);
+    - a timedelta64 as seconds and a datetime64 as ISO 8601 text in any unit (in nanoseconds,
+      pandas' default, ``item()`` gives a bare integer); NaT as null;
+    - a complex number is refused (JSON has none)."""
+    kind = getattr(getattr(value, "dtype", None), "kind", "")
+    if kind == "f":
+        return float(str(value))
+    if kind == "c":
+        raise Refused("a complex number is not a JSON value: capture its real and imaginary "
+                      "parts as two attributes")
+    if kind in ("m", "M"):
+        if str(value) == "NaT":
+            return None
+        if str(value.dtype).endswith(("[ns]", "[ps]", "[fs]", "[as]")):  # item(): an integer
+            if kind == "m":
+                return int(value.astype("timedelta64[ns]").astype("int64")) / 1e9
+            return value.astype("datetime64[us]").item().isoformat()
+    item = value.item()
+    if type(item) is type(value):  # no plainer form: converting it again would recurse
+        raise Refused(f"a {type(value).__module__}.{type(value).__qualname__} has no plain "
+                      "Python value: convert it first")
+    return item
 
 
 def _is_array(value: Any) -> bool:
