@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -55,5 +56,7 @@ def test_file_sink_rotates_segments_by_size(tmp_path):
 def test_file_sink_url_forms(tmp_path):
     assert FileSink.from_url(f"file://{tmp_path}/a").directory == tmp_path / "a"
     assert FileSink.from_url("file:rel/dir?compression=gzip").compression == "gzip"
+    # the home folder, not a folder named "~" here (black-box testing)
+    assert FileSink.from_url("file:~/events").directory == Path.home() / "events"
     with pytest.raises(ValueError, match="compression"):
         FileSink(tmp_path, compression="lz4")

@@ -89,7 +89,9 @@ class FileSink:
             raise ValueError(f"file sink URL {url!r} names no directory (expected file:DIR)")
         options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         compression = options.get("compression") or None
-        return cls(path, compression=None if compression == "none" else compression)
+        # `file:~/events` is the home folder, as capture.ref("~/x") is (black-box testing: a
+        # folder named "~" was made in the working directory)
+        return cls(os.path.expanduser(path), compression=None if compression == "none" else compression)
 
     # -- other processes ------------------------------------------------------------------
 
