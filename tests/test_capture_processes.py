@@ -359,3 +359,21 @@ def test_segments_of_processes_that_died_after_the_orphan_search_are_counted(tmp
     (spool.directory / f"{1:020d}-{dead}-00000001.jsonl").write_text('{"x": 1}\n')
     assert spool.others_segments() == 1  # not taken over: counted whoever wrote it
     assert spool.adopt_orphans() == 1 and spool.others_segments() == 0
+
+
+def test_a_worker_s_task_begin_says_which_process_ran_it(tmp_path):
+    """black-box testing: S-PROV put every invocation at the run's process, whichever worker
+    ran it: the workers' events named no process."""
+    ctx = mp.get_context("fork")
+    with capture.workflow("where", sink=f"file:{tmp_path / 'out'}", run_id="w",
+                          spool=tmp_path / "spool") as wf:
+        child = ctx.Process(target=explicit_child, args=(1,))
+        child.start()
+        child.join()
+        with wf.task("own"):
+            pass
+    begins = {e["transformation"]: e for e in read_events(tmp_path / "out")
+              if e["type"] == "task" and e["event"] == "begin"}
+    assert begins["child"]["environment"]["pid"] == child.pid
+    assert begins["square"]["environment"] == begins["child"]["environment"]
+    assert "environment" not in begins["own"]  # the run's own environment names the owner's

@@ -284,3 +284,23 @@ def test_without_a_spec_or_a_host_the_graph_still_says_what_it_is():
     located = {o for s, p, o in out if p == "<http://www.w3.org/ns/prov#atLocation>"}
     typed = {s for s, p, o in out if o.endswith("#SystemProcess>")}
     assert located and located <= typed
+
+
+def test_an_invocation_is_at_the_instance_its_begin_names():
+    """black-box testing: a begin with its worker's environment and an end without one put the
+    invocation at two instances (the worker's and the run's process)."""
+    from provkg.mapper import map_events
+    from provkg.spec import parse_spec
+
+    spec = parse_spec("workflow: w\nphase: learning\ntransformations:\n  - {name: fit, kind: training}\n")
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "w",
+               "environment": {"host": "a", "pid": 1}},
+              {"type": "task", "event": "begin", "id": "t", "time": 2.0, "workflow_id": "r",
+               "transformation": "fit", "environment": {"host": "b", "pid": 2}},
+              {"type": "task", "event": "end", "id": "t", "time": 3.0, "workflow_id": "r",
+               "transformation": "fit", "status": "finished"}]
+    for order in (events, events[::-1]):
+        triples = set(map_events(order, {"w": spec}, schema="sprov"))
+        instances = {o for s, p, o in triples
+                     if s.endswith("/task/t>") and p.endswith("#wasAssociatedWith>")}
+        assert len(instances) == 1 and instances.pop().endswith("/fit/b/2>")

@@ -14,7 +14,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-__all__ = ["capture_environment", "default_agent", "PACKAGES"]
+__all__ = ["capture_environment", "process_environment", "default_agent", "PACKAGES"]
 
 #: module name -> distribution name, for the packages whose versions matter to ML provenance
 PACKAGES = {
@@ -49,6 +49,20 @@ def capture_environment() -> dict[str, Any]:
         _cache.clear()
         _cache[pid] = env
     return dict(env)
+
+
+_process: dict[int, dict[str, Any]] = {}
+
+
+def process_environment() -> dict[str, Any]:
+    """Host and pid of this process (cached per pid): what a task begun in a process that does
+    not own its run (a forked or spawned worker) carries, so S-PROV places its invocation at
+    the worker's own system process, not at the run's (black-box testing)."""
+    pid = os.getpid()
+    env = _process.get(pid)
+    if env is None:
+        env = _process[pid] = {"host": socket.gethostname(), "pid": pid}
+    return env
 
 
 def _package_versions() -> dict[str, str]:

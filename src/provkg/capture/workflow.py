@@ -56,7 +56,7 @@ from typing import Any, TypeVar
 
 from provkg.capture import emitter as _emitter_module
 from provkg.capture.emitter import Emitter
-from provkg.capture.environment import capture_environment, default_agent
+from provkg.capture.environment import capture_environment, default_agent, process_environment
 from provkg.capture.report import report_once, shown_url
 from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
@@ -547,6 +547,8 @@ class Task:
                 self.dependencies = _dependency_ids(self.dependencies)
                 if self.dependencies:
                     event["dependencies"] = self.dependencies
+            if not wf.owner:  # where it runs: the run's own environment names the owner's
+                event["environment"] = process_environment()
             event["used"] = self._begun_used = self._used
             self._used = {}
             wf._emit(event)

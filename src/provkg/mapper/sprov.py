@@ -9,8 +9,10 @@ Mapping (every IRI minted from ids, so any order of events gives the same graph)
                                        prov:startedAtTime / prov:endedAtTime ; s-prov:lastEventTime (end) ;
                                        prov:wasAssociatedWith <agent/A>, <instance/...>
     the process of run R <process/R>   a s-prov:SystemProcess ; rdfs:label "host:pid" (from the
-                                       run's environment; a task with its own environment gets
-                                       <process/R/host/pid>)
+                                       run's environment; a task whose begin carries its own
+                                       environment -- the capture library's workers do -- gets
+                                       <process/R/host/pid>; an end event adds an instance only
+                                       with an environment of its own)
     tr running in R      <instance/R/tr>  a s-prov:ComponentInstance ; prov:actedOnBehalfOf <spec/W/tr> ;
                                        prov:atLocation <process/...>
     task T               <task/T>      a s-prov:Invocation ; prov:wasAssociatedWith <instance/R/tr> ;
@@ -126,7 +128,9 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
     task_id = e["id"]
     t = st.mint.task(task_id)
     out.append((t, A, SP.Invocation))
-    if wt is not None and tt is not None:
+    if wt is not None and tt is not None and (e["event"] == "begin" or e.get("environment")):
+        # the begin event says where the invocation ran (an end without an environment of its
+        # own would otherwise add the run's process: one invocation at two instances)
         inst = _instance(e, tt.name, st, out, tt.term)
         out.append((t, P.wasAssociatedWith, inst))
     time_lit = st.time(e["time"])
