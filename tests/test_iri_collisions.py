@@ -189,3 +189,21 @@ def test_a_base_inside_a_vocabulary_namespace_is_refused():
     with pytest.raises(MappingError, match="inside the vocabulary namespace"):
         list(map_events(_task("t", "train", []), {"w": spec},
                         base="https://w3id.org/provkg/provml#"))
+
+
+def test_a_section_that_names_no_parent_is_warned_about():
+    """black-box testing: epochs made with wf.sections() without parent= were stored under the
+    run, and d3 / p1 answered nothing, unsaid."""
+    from provkg.mapper.common import MapState
+
+    spec = parse_spec("workflow: w\nphase: learning\ntransformations:\n  - {name: fit, kind: training}\n"
+                      "  - {name: epoch, kind: section, of: fit}\n")
+    run = {"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "w"}
+    orphans = _task("r/e0", "epoch", []) + _task("r/e1", "epoch", [])
+    for schema in ("typed", "tagged", "sprov"):
+        st = MapState({"w": spec}, schema=schema)
+        list(map_events([run, *orphans], {"w": spec}, schema=schema, state=st))
+        assert [w for w in st.warnings() if "named no parent" in w] == [
+            "section 'epoch' of 'w' is `of:` another transformation, but 2 executions named no "
+            "parent: stored under their run, out of reach of the queries that walk from a stage "
+            "to its sections (give parent=, e.g. wf.sections(..., parent=training))"], schema

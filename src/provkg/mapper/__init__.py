@@ -113,6 +113,8 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
         if wt.spec is None:
             st.no_spec[wf] += 1
         tt = st.transformation(wt, e["transformation"])
+        if tt.kind == "section" and e["event"] == "begin" and e.get("parent") is None:
+            st.parentless_sections[(wt.name, tt.name)] += 1
         if st.schema == "sprov":
             if tt.summary:  # S-PROV has no summaries: kept in full, and said
                 st.summary_in_full[(wt.name, tt.name)] += 1

@@ -158,6 +158,9 @@ class MapState:
         self.unknown_transformations: Counter[tuple[str, str]] = Counter()
         self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
         self.unresolved_runs: Counter[str] = Counter()
+        #: section begins that name no parent: kept under their run, where the queries that
+        #: walk stage -> epoch -> batch do not look (black-box testing: d3 / p1 were empty)
+        self.parentless_sections: Counter[tuple[str, str]] = Counter()
         #: values of summarised sections (granularity: summary) the spec does not declare
         self.summary_unknown: Counter[tuple[str, str, str]] = Counter()
         #: events of summarised sections mapped in full (S-PROV has no summaries)
@@ -243,6 +246,10 @@ class MapState:
                 for (w, t), n in sorted(self.summary_in_full.items())]
         out += [f"run {r!r}: no workflow event seen yet; {_n(n, 'task event')} kept pending until it arrives"
                 for r, n in sorted(self.unresolved_runs.items())]
+        out += [f"section {t!r} of {w!r} is `of:` another transformation, but {_n(n, 'execution')} "
+                "named no parent: stored under their run, out of reach of the queries that walk "
+                "from a stage to its sections (give parent=, e.g. wf.sections(..., parent=training))"
+                for (w, t), n in sorted(self.parentless_sections.items())]
         out += [f"run id {r!r} was sent by workflows {', '.join(map(repr, sorted(ws)))}: they are one "
                 "run node now; give each run an id of its own (e.g. job id + workflow)"
                 for r, ws in sorted(self.run_clashes.items())]
