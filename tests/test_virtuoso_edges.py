@@ -307,3 +307,16 @@ def test_the_demo_kg_with_coordinate_systems_loads_into_virtuoso(virtuoso, tmp_p
     assert crs and sorted(str(w) for (w,) in virtuoso.select(query).rows) == crs
     every = "SELECT (COUNT(*) AS ?n) WHERE { ?x <http://www.opengis.net/ont/geosparql#asWKT> ?w }"
     assert virtuoso.select(every).rows == reference.select(every).rows
+
+
+def test_doubles_keep_their_type_in_typed_answers(virtuoso):
+    # black-box testing: /v1/sparql on a Virtuoso store answered 0.7 as the decimal
+    # 0.69999999999999995559 (Virtuoso's Turtle writes doubles as decimals), while DATATYPE()
+    # in the same row said xsd:double
+    double = "http://www.w3.org/2001/XMLSchema#double"
+    virtuoso.add([("<http://x/a>", "<http://x/p>", f'"0.7"^^<{double}>'),
+                  ("<http://x/b>", "<http://x/p>", '"2.5"^^<http://www.w3.org/2001/XMLSchema#decimal>')])
+    rows = virtuoso.select_terms("SELECT ?s ?o WHERE { ?s <http://x/p> ?o } ORDER BY ?s").rows
+    assert [r[1] for r in rows] == [
+        {"type": "literal", "value": "0.7", "datatype": double},
+        {"type": "literal", "value": "2.5", "datatype": "http://www.w3.org/2001/XMLSchema#decimal"}]
