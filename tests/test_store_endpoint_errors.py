@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -386,3 +387,22 @@ def test_listen_names_the_store_without_its_password(endpoint: tuple[FakeEndpoin
         proc.terminate()
         proc.wait(30)
     assert "password=***" in log.read_text() and SECRET not in log.read_text()
+
+
+@pytest.mark.parametrize("url, said", [
+    ("virtuoso+http://127.0.0.1:1?timout=2", "unknown option 'timout'; did you mean 'timeout'?"),
+    ("virtuoso+http://127.0.0.1:1?user=t&pasword=s3cret", "unknown option 'pasword'; did you mean 'password'?"),
+    ("oxigraph+http://127.0.0.1:1?colour=red", "unknown option 'colour' (known: "),
+    ("sparql+http://127.0.0.1:1/q?passwrd=s3cret", "did you mean 'password'?"),
+])
+def test_a_mistyped_store_url_option_is_refused_without_its_value(url: str, said: str) -> None:
+    # black-box testing: ?timout=2 waited the default 900 s, and ?pasword=... went to the
+    # server and into a message in clear
+    with pytest.raises(BadParameter, match=re.escape(said)) as err:
+        open_store(url)
+    assert "s3cret" not in str(err.value)
+
+
+def test_a_plain_sparql_endpoint_keeps_its_own_parameters() -> None:
+    with open_store("sparql+http://127.0.0.1:1/q?format=json") as store:
+        assert store.endpoint.extra_params == {"format": "json"}

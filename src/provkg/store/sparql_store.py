@@ -15,6 +15,7 @@ backends keep every bit.
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import gzip
 import http.client
@@ -134,6 +135,16 @@ def open_endpoint(url: str) -> SparqlStore:
     known = {"update", "gsp", "user", "password", "default_graph", "union", "timeout",
              "connect_timeout"}
     own = {k: options.pop(k) for k in list(options) if k in known}
+    # an unknown option of a preset is a typo (black-box testing: ?timout=2 waited 900 s, and
+    # ?pasword=... was sent to the server and shown in clear); a plain sparql+ endpoint passes
+    # its own parameters on, unless the name is one letter off a known option
+    for name in options:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        if flavour in ("oxigraph", "virtuoso") or close:
+            where = f"{flavour}+{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise BadParameter(f"store URL {where!r}: unknown option {name[:40]!r}{hint} (known: "
+                               f"{', '.join(sorted(known))})")
     # user:password@ in the authority: credentials like ?user=&password= (urllib cannot send
     # them from there; kept out of the endpoint URLs, which messages show)
     netloc = parts.netloc.rpartition("@")[2]
