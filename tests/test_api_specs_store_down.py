@@ -39,3 +39,32 @@ def test_a_spec_the_store_refused_is_not_kept(tmp_path: Path) -> None:
     finally:
         server.stop()
         oxigraph.stop()
+
+
+def test_ready_says_a_store_that_stopped_answering_is_not_ready_within_seconds(tmp_path: Path) -> None:
+    """black-box testing: with the Oxigraph server behind it stopped (SIGSTOP), /health/ready
+    gave no answer for 200 s (its ASK had the store's 900 s limit)."""
+    import os
+    import signal
+    import time
+
+    from provkg.store.launch import OxigraphServer
+
+    with OxigraphServer(tmp_path / "db") as store, \
+            ApiServer(tmp_path / "srv", store=store.store_url) as server:
+        assert server.http.get("/health/ready").status_code == 200
+        os.kill(store.pid, signal.SIGSTOP)
+        try:
+            answers = []
+            for _ in range(2):  # a second poll while the first probe still waits
+                started = time.monotonic()
+                answers.append(server.http.get("/health/ready", timeout=30))
+                assert time.monotonic() - started < 15
+            assert all(a.status_code == 503 for a in answers)
+            assert "store: did not answer" in answers[0].json()["problems"][0]
+        finally:
+            os.kill(store.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while server.http.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
