@@ -406,3 +406,13 @@ def test_a_mistyped_store_url_option_is_refused_without_its_value(url: str, said
 def test_a_plain_sparql_endpoint_keeps_its_own_parameters() -> None:
     with open_store("sparql+http://127.0.0.1:1/q?format=json") as store:
         assert store.endpoint.extra_params == {"format": "json"}
+
+
+def test_an_embedded_store_url_naming_a_server_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    # black-box testing: oxigraph:http://HOST:PORT made a folder "http:/HOST:PORT" and ingested
+    monkeypatch.chdir(tmp_path)
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    assert main(["ingest", str(events), "--store", "oxigraph:http://127.0.0.1:1"]) == 1
+    assert "write oxigraph+http://HOST:PORT" in capsys.readouterr().err
+    assert not (tmp_path / "http:").exists()

@@ -31,6 +31,8 @@ Messages show store URLs through :func:`display_url`, which hides passwords.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from pathlib import Path
 
@@ -119,6 +121,12 @@ def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> 
             "oxigraph+http://HOST:PORT, virtuoso+http://HOST:PORT, sparql+http://HOST:PORT/PATH "
             "(see `provkg --help`)"
         )
+    if factory is _oxigraph and re.match(r"(?i)(https?|sparql|virtuoso|oxigraph)(\+https?)?://", rest):
+        # oxigraph:http://HOST:PORT made a folder "http:/HOST:PORT" here and ingested into it
+        # (black-box testing)
+        raise BadParameter(f"store URL {display_url(url)!r} names a server, not a folder: for an "
+                           "Oxigraph server write oxigraph+http://HOST:PORT (with a + after "
+                           "oxigraph); oxigraph:DIR is an embedded store in folder DIR")
     if existing and factory is _oxigraph and rest and not _is_folder(rest, url):
         raise NotFound(f"no store in {rest!r} (store URL {display_url(url)!r}): load or ingest "
                        "into it first, or give --store / $PROVKG_STORE")
