@@ -273,27 +273,25 @@ def test_the_schema_uses_json_schema_keywords_for_time() -> None:
     ({"a": 1}, False), ([1, {"a": 1}], False), ([[{"a": 1}]], False),
     ([[[[[[[[1]]]]]]]], True), ([[[[[[[[[1]]]]]]]]], False)])
 def test_schema_and_validator_agree_on_values(value: object, valid: bool) -> None:
+    _agree(task(used=[{"name": "v", "value": value}]), valid, r"events\[0\]\.used\[0\]\.value")
+
+
+def _agree(event: dict, valid: bool, where: str) -> None:
+    """The published schema and ingest's validator take (or refuse, naming ``where``) alike."""
     validator = jsonschema_rs.Draft202012Validator(batch_schema())
-    batch = {"format": FORMAT, "events": [task(used=[{"name": "v", "value": value}])]}
+    batch = {"format": FORMAT, "events": [event]}
     assert validator.is_valid(batch) is valid
     if valid:
         parse_batch(batch)
     else:
-        with pytest.raises(BadEvent, match=r"events\[0\]\.used\[0\]\.value"):
+        with pytest.raises(BadEvent, match=where):
             parse_batch(batch)
 
 
 @pytest.mark.parametrize("t, valid", [(0, True), (1.7e9, True), (-1, False), (1.7e12, False),
                                       (MAX_TIME, False), ("1", False)])
 def test_schema_and_validator_agree_on_time(t: object, valid: bool) -> None:
-    validator = jsonschema_rs.Draft202012Validator(batch_schema())
-    batch = {"format": FORMAT, "events": [task(time=t)]}
-    assert validator.is_valid(batch) is valid
-    if valid:
-        parse_batch(batch)
-    else:
-        with pytest.raises(BadEvent, match=r"events\[0\]\.time"):
-            parse_batch(batch)
+    _agree(task(time=t), valid, r"events\[0\]\.time")
 
 
 @pytest.mark.parametrize("fields, valid", [
@@ -302,14 +300,7 @@ def test_schema_and_validator_agree_on_time(t: object, valid: bool) -> None:
 def test_schema_and_validator_agree_on_index_and_status(fields: dict, valid: bool) -> None:
     # black-box testing: the published schema took 1.0 (an integer to JSON Schema) and a status
     # on a begin event, which ingest refused
-    validator = jsonschema_rs.Draft202012Validator(batch_schema())
-    batch = {"format": FORMAT, "events": [task(**fields)]}
-    assert validator.is_valid(batch) is valid
-    if valid:
-        parse_batch(batch)
-    else:
-        with pytest.raises(BadEvent, match=r"events\[0\]"):
-            parse_batch(batch)
+    _agree(task(**fields), valid, r"events\[0\]")
 
 
 # -- the queue's dead-letter folder ---------------------------------------------------------
