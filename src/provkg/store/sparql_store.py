@@ -424,7 +424,7 @@ class SparqlStore(Store):
                 # refusing an update, a row limit): the store's failure, not the query text's
                 raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
                                                             one_line=False)) from exc
-            raise syntax_error(_error_text(body, text)) from exc
+            raise syntax_error(_error_text(body, text) + self._kind_hint(body)) from exc
         except EndPointNotFound as exc:
             raise StoreUnavailable(f"no SPARQL endpoint at {target} (HTTP 404"
                                    f"{_said(_body(exc))})") from exc
@@ -463,6 +463,17 @@ class SparqlStore(Store):
             raise QueryTimeout(said) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
             raise StoreUnavailable(f"lost the connection to {target}: {exc}") from exc
+
+    def _kind_hint(self, body: str) -> str:
+        """A hint when a syntax error comes from another kind of server than the store URL
+        names (black-box testing: virtuoso+ on an Oxigraph server blamed the canned query)."""
+        flavour = self.url.partition("+")[0].lower()
+        from_virtuoso = "Virtuoso" in body or bool(_VIRTUOSO_ERROR.search(body))
+        if (flavour == "virtuoso") != from_virtuoso and flavour in ("virtuoso", "oxigraph"):
+            return (f" (this answer is not {'Virtuoso' if flavour == 'virtuoso' else 'Oxigraph'}'s, "
+                    f"as the store URL {flavour}+… says: is its scheme, virtuoso+ / oxigraph+ / "
+                    "sparql+, the one of this server?)")
+        return ""
 
     def _check(self) -> None:
         """Ask the endpoint ``ASK {}`` once, with a short time limit: a server that accepts
