@@ -94,3 +94,13 @@ def test_a_store_held_by_another_process_is_refused_before_serving(tmp_path: Pat
                 "cannot open the Oxigraph store")
     finally:
         del held
+
+
+def test_a_remote_store_that_refuses_writes_is_refused_before_serving(tmp_path: Path,
+                                                                      virtuoso_server) -> None:
+    # black-box testing: with a wrong password the server said "ready" and acknowledged
+    # batches its queue worker could then only retry (HTTP 401)
+    result = serve(tmp_path, "--port", "0",
+                   store=f"{virtuoso_server.store_url}?user=dba&password=wrong")
+    refused(result, "does not take writes", "HTTP 401", "PROVKG_STORE")
+    assert "wrong" not in result.stderr  # the password is masked

@@ -27,7 +27,8 @@ from provkg.api.sparql import SparqlRunner
 from provkg.api.sparql_guard import check_query
 from provkg.api.specs import SpecRegistry
 from provkg.config import Settings, get_settings
-from provkg.store.base import Store
+from provkg.errors import ProvkgError, StoreUnavailable
+from provkg.store.base import Store, display_url
 
 __all__ = ["create_app", "Service", "open_service"]
 
@@ -116,6 +117,15 @@ def open_service(settings: Settings) -> Service:
                                "file, not a folder")
     store = open_store(settings.store)
     try:
+        if getattr(store, "endpoint", None) is not None:
+            # a remote store's account is checked with a write that writes nothing: wrong
+            # credentials showed only as 401s of the queue worker, after a "ready" server had
+            # acknowledged batches (black-box testing)
+            try:
+                store.update("INSERT DATA { }")
+            except ProvkgError as exc:
+                raise StoreUnavailable(f"the store {display_url(settings.store)} (--store / "
+                                       f"PROVKG_STORE) does not take writes: {exc}") from None
         try:
             return _open_rest(settings, store)
         except OSError as exc:  # the queue folder: not a folder, not writable, ...
