@@ -245,8 +245,12 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
                 raise _too_big(value.size)
             if value.shape == ():  # a numpy scalar, or a 0-d array
                 return _convert(_array_scalar(value), budget, depth)
-            dtype = getattr(value, "dtype", None)
-            if getattr(dtype, "kind", "") in ("f", "c", "m", "M") and str(dtype) != "float64":
+            kind = getattr(getattr(value, "dtype", None), "kind", "")
+            if kind == "f" and value.dtype.itemsize != 8:
+                # float32 / float16 / longdouble: each number's shortest text, read as a double
+                # (numpy does both in C); tolist() gives float32 0.001 as 0.0010000000474974513
+                value = value.astype(str).astype("float64").tolist()
+            elif kind in ("c", "m", "M"):
                 value = list(value)  # numpy scalars (or rows): each as its user sees it
             else:
                 value = value.tolist()
@@ -290,7 +294,7 @@ def _array_scalar(value: Any) -> Any:
       pandas' default, ``item()`` gives a bare integer); NaT as null;
     - a complex number is refused (JSON has none)."""
     kind = getattr(getattr(value, "dtype", None), "kind", "")
-    if kind == "f":
+    if kind == "f" and value.dtype.itemsize != 8:  # (a float64's item() is the same number)
         return float(str(value))
     if kind == "c":
         raise Refused("a complex number is not a JSON value: capture its real and imaginary "
