@@ -881,9 +881,6 @@ def _rows_from_turtle(data: bytes, convert: Callable[[Any], object] | None = Non
 
 _XSD_DECIMAL = ox.NamedNode("http://www.w3.org/2001/XMLSchema#decimal")
 _XSD_DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
-#: how Virtuoso's Turtle writes an xsd:double: a decimal of 17 or more significant digits
-#: (0.7 -> 0.69999999999999995559), which no value provkg writes as a decimal is
-_DOUBLE_AS_DECIMAL = re.compile(r"[+-]?(?=[0-9.]*[1-9][0-9.]*)0*\.?0*([0-9]\.?){17,}")
 
 
 def _virtuoso_term(term: Any) -> dict[str, Any] | None:
@@ -891,8 +888,10 @@ def _virtuoso_term(term: Any) -> dict[str, Any] | None:
     as doubles again (black-box testing: /v1/sparql answered 0.7 as the decimal
     0.69999999999999995559, while DATATYPE() in the same row said xsd:double). The cost: a
     stored decimal of 17 or more significant digits, with a fraction, reads as a double."""
+    # how Virtuoso's Turtle writes an xsd:double: a decimal of 17 or more significant digits
+    # (0.7 -> 0.69999999999999995559), which no value provkg writes as a decimal is
     if (isinstance(term, ox.Literal) and term.datatype == _XSD_DECIMAL and "." in term.value
-            and _DOUBLE_AS_DECIMAL.fullmatch(term.value)):
+            and len(term.value.lstrip("+-").replace(".", "").strip("0")) >= 17):
         term = ox.Literal(repr(float(term.value)), datatype=_XSD_DOUBLE)
     return oxigraph_result_term(term)
 
