@@ -142,13 +142,39 @@ def build_parser() -> argparse.ArgumentParser:
     sv = spec_sub.add_parser(
         "validate", help="check a spec; errors name file, line and field",
         description="Checks prospective specs (YAML or JSON; their format: the README's spec\n"
-                    "example) without touching a store: each problem is named by file, line\n"
-                    "and field; the exit status is 1 if any.\n\n"
+                    "example) (without --store, no store is read): each problem is named by file, line\n"
+                    "and field; the exit status is 1 if any. With --store, also says how each spec\n"
+                    "differs from the one the store holds for its workflow.\n\n"
                     "examples:\n  provkg spec validate training.yaml\n"
-                    "  provkg spec validate specs/*.yaml",
+                    "  provkg spec validate specs/*.yaml\n"
+                    "  provkg spec validate train.yaml --store oxigraph:kg",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sv.add_argument("files", nargs="+", metavar="SPEC", help="a spec file (.yaml, .yml or .json)")
+    sv.add_argument("--store", default=None,
+                    help="also compare each spec with the one this store holds for its workflow "
+                         "(new, the same, or what `ingest --spec` would change); nothing is written")
     sv.set_defaults(handler=_cmd_spec_validate)
+    sl = spec_sub.add_parser(
+        "list", help="the specs a store holds, one row per workflow",
+        description="Lists the workflows whose prospective spec the store holds (registered by\n"
+                    "`provkg ingest --spec`, `provkg listen --spec` or POST /v1/specs): phase, number of\n"
+                    "transformations, stages and sections, and which sections are kept as summaries.\n\n"
+                    "examples:\n  provkg spec list\n  provkg spec list --store oxigraph:kg --format json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _store_arg(sl)
+    _format_arg(sl)
+    sl.set_defaults(handler=_cmd_spec_list)
+    ss = spec_sub.add_parser(
+        "show", help="print the spec a store holds for a workflow (JSON, every default spelled out)",
+        description="Prints the spec the store holds for WORKFLOW as JSON (which is also YAML),\n"
+                    "every default spelled out: what the mapper uses for that workflow's events.\n"
+                    "Save it, edit it, check it with `spec validate --store`, register it with\n"
+                    "`ingest --spec`.\n\n"
+                    "examples:\n  provkg spec show train\n  provkg spec show train > train.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _store_arg(ss)
+    ss.add_argument("workflow", metavar="WORKFLOW", help="the workflow's name (see `provkg spec list`)")
+    ss.set_defaults(handler=_cmd_spec_show)
 
     p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)",
             "Says that a captured value denotes a domain-KG resource (provlake:denotes), for data\n"
@@ -334,9 +360,25 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_spec_validate(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        from provkg.service import specs
+
+        return specs.cmd_spec_validate(args)
     from provkg import spec
 
     return spec.cmd_validate(args)
+
+
+def _cmd_spec_list(args: argparse.Namespace) -> int:
+    from provkg.service import specs
+
+    return specs.cmd_spec_list(args)
+
+
+def _cmd_spec_show(args: argparse.Namespace) -> int:
+    from provkg.service import specs
+
+    return specs.cmd_spec_show(args)
 
 
 def _cmd_link(args: argparse.Namespace) -> int:

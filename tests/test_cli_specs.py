@@ -1,0 +1,85 @@
+"""`provkg spec list | show | validate --store`: the specs a store holds, seen from the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from provkg.cli import main
+from provkg.store import open_store
+
+SPEC = """\
+workflow: train
+phase: learning
+transformations:
+  - name: training
+    kind: training
+    used:
+      - {name: lr, role: hyperparameter}
+  - name: epoch
+    kind: section
+    of: training
+    granularity: summary
+"""
+
+
+@pytest.fixture()
+def store(tmp_path: Path, capsys) -> str:
+    spec = tmp_path / "train.yaml"
+    spec.write_text(SPEC)
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type": "workflow", "event": "begin", "id": "r1", "time": 1.5, '
+                      '"workflow": "train"}\n')
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["ingest", str(events), "--spec", str(spec), "--store", url]) == 0
+    capsys.readouterr()
+    return url
+
+
+def test_spec_list_names_each_workflow_with_its_shape(store: str, capsys) -> None:
+    assert main(["spec", "list", "--store", store, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["columns"] == ["workflow", "phase", "transformations", "stages", "sections",
+                              "summarised"]
+    assert out["rows"] == [["train", "learning", 2, 1, 1, "epoch"]]
+
+
+def test_spec_show_prints_the_stored_spec_with_its_defaults(store: str, capsys) -> None:
+    assert main(["spec", "show", "train", "--store", store]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["workflow"] == "train"
+    assert [t["name"] for t in shown["transformations"]] == ["training", "epoch"]
+    assert shown["transformations"][0]["granularity"] == "full"  # a default, spelled out
+    assert main(["spec", "show", "nope", "--store", store]) == 1
+    err = capsys.readouterr().err
+    assert "no spec for workflow 'nope'" in err and "specs for: train" in err
+
+
+def test_spec_validate_with_a_store_compares_and_writes_nothing(store: str, tmp_path: Path,
+                                                                capsys) -> None:
+    with open_store(store) as s:
+        before = s.count()
+    same, changed, new = (tmp_path / n for n in ("same.yaml", "changed.yaml", "new.yaml"))
+    same.write_text(SPEC)
+    changed.write_text(SPEC.replace("lr", "learning_rate")
+                       + "  - name: evaluation\n    kind: evaluation\n")
+    new.write_text(SPEC.replace("workflow: train", "workflow: other"))
+    assert main(["spec", "validate", str(same), str(changed), str(new), "--store", store]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("the same as the spec the store holds")
+    assert "transformations added: evaluation" in out[1]
+    assert "transformations changed: training (used -lr +learning_rate)" in out[1]
+    assert "holds no spec for this workflow" in out[2]
+    with open_store(store) as s:
+        assert s.count() == before
+
+
+def test_spec_validate_without_a_store_reads_none(tmp_path: Path, capsys, monkeypatch) -> None:
+    spec = tmp_path / "train.yaml"
+    spec.write_text(SPEC)
+    monkeypatch.setenv("PROVKG_STORE", f"oxigraph:{tmp_path / 'missing'}")
+    assert main(["spec", "validate", str(spec)]) == 0
+    assert capsys.readouterr().out.strip().endswith("2 transformations)")
+    assert not (tmp_path / "missing").exists()
