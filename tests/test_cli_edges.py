@@ -377,3 +377,31 @@ def test_query_without_a_name_is_an_error_line_and_shows_the_catalog(capsys) -> 
     out = capsys.readouterr()
     assert out.err == "error: give a query name, or --list for the catalog\n"
     assert "d3" in out.out
+
+
+def test_loading_triples_another_graph_holds_warns_where_queries_count_them_twice(
+        tmp_path: Path, capsys) -> None:
+    """Found by black-box testing: a KG loaded into the default graph and two named graphs
+    answered COUNT(*) = 6 for its 2 triples on Oxigraph (oxigraph/oxigraph#1919), silently."""
+    data = tmp_path / "kg.nt"
+    data.write_text(TRIPLES)
+    url = f"oxigraph:{tmp_path / 'db'}"
+    assert main(["load", str(data), "--store", url]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["load", str(data), "--graph", "http://example.org/g/a", "--store", url]) == 0
+    assert "warning: 2 copies of triples of http://example.org/g/a" in capsys.readouterr().err
+    assert main(["load", str(data), "--graph", "http://example.org/g/b", "--store", url]) == 0
+    assert "warning: 4 copies" in capsys.readouterr().err
+
+
+def test_rdflib_counts_a_triple_in_several_graphs_once(tmp_path: Path) -> None:
+    from provkg.service.loading import load_files, shared_copies
+    from provkg.store import open_store
+
+    data = tmp_path / "kg.nt"
+    data.write_text(TRIPLES)
+    with open_store("rdflib:") as store:
+        load_files(store, [data], progress=False)
+        load_files(store, [data], graph="http://example.org/g/a", progress=False)
+        assert shared_copies(store, "http://example.org/g/a") == 0
+        assert store.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").rows == [[2]]

@@ -207,6 +207,37 @@ def replace_graph(store: Store, paths: Iterable[str | Path], graph: str, *,
     return report
 
 
+#: ``provkg load --graph`` looks for triples the graph shares with others up to this size
+#: (one lookup per triple: about 2 s per 100,000 on disk here); a larger graph is not checked
+SHARED_CHECK_MAX = 200_000
+
+
+def shared_copies(store: Store, graph: str) -> int | None:
+    """How many more times the triples of ``graph`` match the union default graph than once:
+    their copies in the default graph or other named graphs. Oxigraph (before 0.6,
+    oxigraph/oxigraph#1919) and Virtuoso match such a triple once per graph, so COUNT, SUM and
+    AVG over the union count it again; rdflib merges them (0 here). None: ``graph`` has more
+    than :data:`SHARED_CHECK_MAX` triples, not checked."""
+    size = store.count(graph=graph)
+    if size == 0 or size > SHARED_CHECK_MAX:
+        return None if size else 0
+    g = _graph_term(graph)
+    rows = store.select("SELECT (COUNT(*) AS ?n) WHERE { { SELECT DISTINCT ?s ?p ?o WHERE { "
+                        f"GRAPH {g} {{ ?s ?p ?o }} }} }} ?s ?p ?o }}")
+    distinct = store.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {g} {{ ?s ?p ?o }} }}")
+    return max(0, int(rows.rows[0][0]) - int(distinct.rows[0][0]))
+
+
+def _warn_shared(store: Store, graph: str) -> None:
+    copies = shared_copies(store, graph)
+    if copies:
+        print(f"warning: {copies:,} {_noun(copies, 'copies')} of triples of {graph} are also in "
+              f"the default graph or other graphs; on {store.url} a query over all graphs "
+              "matches such a triple once per graph, so COUNT / SUM / AVG count it again (use "
+              "DISTINCT or GRAPH <...>, or keep each triple in one graph: `provkg load --graph G "
+              "--replace` replaces a graph instead of adding another copy)", file=sys.stderr)
+
+
 def cmd_load(args: argparse.Namespace) -> int:
     """``provkg load FILE... [--graph IRI [--replace]]``."""
     if args.replace and not args.graph:
@@ -228,5 +259,7 @@ def cmd_load(args: argparse.Namespace) -> int:
                 print("\n".join(loaded.lines()))
             raise
         compact_after_load(store)
+        if args.graph:
+            _warn_shared(store, args.graph)
     print("\n".join(report.lines()))
     return 0
