@@ -316,7 +316,10 @@ def default_value_id(task_id: str, name: str, *, used: bool, run: bool = False) 
     * in the task id, '%' is encoded and a last segment ``used`` is written ``%75sed``, so
       task ``job/used`` generating ``lr`` and task ``job`` using ``lr`` stay two values;
     * a first segment ``run`` of a task id is written ``%72un``, so run ``exp.1`` and the task
-      ``exp.1`` of run ``exp`` (the capture library's ids) keep their values apart.
+      ``exp.1`` of run ``exp`` (the capture library's ids) keep their values apart;
+    * a ':' in the first segment of a task id is written ``%3A``, so a derived id never reads
+      as a URI: task ``s3://bucket/job`` generating ``model`` and a value at the location
+      ``s3://bucket/job/model`` (whose id is that location) stay two values.
 
     >>> default_value_id("job", "train/loss", used=False), default_value_id("t", "lr", used=True)
     ('job/train%2Floss', 't/used/lr')
@@ -324,6 +327,8 @@ def default_value_id(task_id: str, name: str, *, used: bool, run: bool = False) 
     'job/%75sed/lr'
     >>> default_value_id("exp.1", "lr", used=True, run=True), default_value_id("run/x", "lr", used=True)
     ('run/exp.1/used/lr', '%72un/x/used/lr')
+    >>> default_value_id("s3://bucket/job", "model", used=False)
+    's3%3A//bucket/job/model'
     """
     if "/" in name or "%" in name:
         name = name.replace("%", "%25").replace("/", "%2F")
@@ -335,6 +340,10 @@ def default_value_id(task_id: str, name: str, *, used: bool, run: bool = False) 
         task_id = "run/" + task_id
     elif task_id == "run" or task_id.startswith("run/"):
         task_id = "%72un" + task_id[3:]
+    else:
+        head, slash, rest = task_id.partition("/")
+        if ":" in head:  # a scheme: the id would read as a location's
+            task_id = head.replace(":", "%3A") + slash + rest
     return f"{task_id}/used/{name}" if used else f"{task_id}/{name}"
 
 
