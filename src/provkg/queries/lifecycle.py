@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from provkg.queries import parts as P
-from provkg.queries.builder import (current_dialect, duration, lineage, optional, select,
+from provkg.queries.builder import (current_dialect, duration, group, lineage, optional, select,
                                      subquery, union)
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
@@ -263,10 +263,14 @@ _SOME_BATCH = "COUNT(?batch) > 0"
 
 def _summarised_epochs(schema: str, **stats: str) -> Where:
     """Epochs ``?epoch_exec`` (index ``?epoch``) of ``?training`` whose batches are kept as a
-    summary (spec ``granularity: summary``), with the summary's ``stats`` (property -> var)."""
+    summary (spec ``granularity: summary``) and not in full, with the summary's ``stats``
+    (property -> var). An epoch can have both: its batches ingested in full, then the same
+    events again after the spec switched to summaries (found by black-box testing: q4 listed
+    every such epoch twice); the full batches answer then. One lookup per summarised epoch."""
     return [P.section("?epoch_exec", "?training", "training", schema),
             P.link("?epoch_exec provkg:index ?epoch"),
-            P.section_summary("?epoch_exec", "?sum", **stats)]
+            P.section_summary("?epoch_exec", "?sum", **stats),
+            "FILTER NOT EXISTS " + group([P.section("?kept", "?epoch_exec", "training", schema)])]
 
 
 def _summaries_per_epoch(where: Where, schema: str, *, extremes: bool) -> str:
