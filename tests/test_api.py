@@ -313,3 +313,20 @@ def test_canned_query_catalog_and_run(server: ApiServer) -> None:
         "error": "bad_parameter", "detail": "parameter 'k': expected an integer such as 3 "
                                             "between 1 and 2^63-1"}
     assert server.http.get("/v1/queries/nope").status_code == 404
+
+
+def test_replacing_a_spec_says_what_changed(server: ApiServer) -> None:
+    """Found by black-box testing: a POST that replaced a spec (and so re-typed every stored
+    run) answered as a first registration would, and the server said nothing."""
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/yaml"}
+    v1 = ("workflow: replaced-wf\nphase: learning\ntransformations:\n  - name: training\n"
+          "    kind: training\n    used:\n      - {name: batch_size, role: hyperparameter}\n")
+    first = server.http.post("/v1/specs", content=v1, headers=auth)
+    assert first.status_code == 201 and "replaced" not in first.json()
+    again = server.http.post("/v1/specs", content=v1, headers=auth).json()
+    assert again["replaced"] is False and again["changes"] == []
+    v2 = v1.replace("batch_size", "bs") + "  - name: evaluation\n    kind: evaluation\n"
+    changed = server.http.post("/v1/specs", content=v2, headers=auth).json()
+    assert changed["replaced"] is True
+    assert changed["changes"] == ["transformations added: evaluation",
+                                  "transformations changed: training (used -batch_size +bs)"]

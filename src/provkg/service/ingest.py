@@ -42,7 +42,7 @@ from provkg.mapper.terms import PK, PL, PML, SP, A, P
 from provkg.service.event_files import EVENT_SUFFIXES, event_files, read_events, total_bytes
 from provkg.service.links import check_links, cmd_check_links, cmd_link, link_value
 from provkg.service.loading import compact_after_load
-from provkg.spec import Spec, load_spec, parse_spec
+from provkg.spec import Spec, load_spec, parse_spec, spec_changes
 from provkg.store import Store, open_store
 from provkg.term import Triple, id_from_iri, iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE, RDF
@@ -876,9 +876,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         specs = {**held, **{s.workflow: s for s in given}}
         for spec in given:  # said, since the stored runs are re-typed (black-box testing)
             if spec.workflow in held and spec_document(held[spec.workflow]) != spec_document(spec):
+                changes = "; ".join(spec_changes(held[spec.workflow], spec))
                 print(f"note: the spec of workflow {spec.workflow!r} given here replaces the "
-                      "different one the store held; its stored runs are mapped again with it",
-                      file=sys.stderr)
+                      "different one the store held; its stored runs are mapped again with it"
+                      f" ({changes})", file=sys.stderr)
         mixed = mixed_schema_warning(store, args.schema)
         if mixed:  # said first: the ingest may take a while
             print(f"warning: {mixed}", file=sys.stderr)

@@ -14,7 +14,7 @@ import sys
 from provkg.errors import BadSpec, NotFound
 from provkg.service.ingest import spec_document, stored_specs
 from provkg.service.querying import format_rows
-from provkg.spec import Spec, Transformation, load_spec
+from provkg.spec import Spec, load_spec, spec_changes
 from provkg.store import Rows, Store, open_store
 
 __all__ = ["cmd_spec_list", "cmd_spec_show", "cmd_spec_validate", "compare_with_stored",
@@ -72,40 +72,8 @@ def compare_with_stored(spec: Spec, stored: Spec | None) -> str:
         return "the store holds no spec for this workflow: `ingest --spec` would register it"
     if spec_document(spec) == spec_document(stored):
         return "the same as the spec the store holds"
-    mine = {t.name: t for t in spec.transformations}
-    theirs = {t.name: t for t in stored.transformations}
-    parts = []
-    for what, names in (("added", sorted(mine.keys() - theirs.keys())),
-                        ("removed", sorted(theirs.keys() - mine.keys()))):
-        if names:
-            parts.append(f"transformations {what}: {', '.join(names)}")
-    changed = [f"{n} ({_changes(theirs[n], mine[n])})" for n in sorted(mine.keys() & theirs.keys())
-               if mine[n] != theirs[n]]
-    if changed:
-        parts.append(f"transformations changed: {', '.join(changed)}")
-    if spec.phase != stored.phase:
-        parts.append(f"phase {stored.phase} -> {spec.phase}")
-    if spec.data_stores != stored.data_stores:
-        parts.append("data stores changed")
-    if spec.description != stored.description and not parts:
-        parts.append("description changed")
     return ("differs from the spec the store holds (`ingest --spec` would replace it and "
-            "re-type its runs): " + "; ".join(parts))
-
-
-def _changes(old: Transformation, new: Transformation) -> str:
-    """What changed in one transformation: ``kind training -> evaluation; used -lr +learning_rate``."""
-    out = [f"{field} {getattr(old, field)} -> {getattr(new, field)}"
-           for field in ("kind", "of", "granularity") if getattr(old, field) != getattr(new, field)]
-    for side in ("used", "generated"):
-        was = {a.name: a for a in getattr(old, side)}
-        now = {a.name: a for a in getattr(new, side)}
-        diff = [f"-{n}" for n in sorted(was.keys() - now.keys())]
-        diff += [f"+{n}" for n in sorted(now.keys() - was.keys())]
-        diff += [f"~{n}" for n in sorted(was.keys() & now.keys()) if was[n] != now[n]]
-        if diff:
-            out.append(f"{side} {' '.join(diff)}")
-    return "; ".join(out) or "description"
+            "re-type its runs): " + "; ".join(spec_changes(stored, spec)))
 
 
 def cmd_spec_validate(args: argparse.Namespace) -> int:
