@@ -158,7 +158,8 @@ def test_a_spec_body_is_read_up_to_4_mib(server: ApiServer) -> None:
 def test_specs_yaml_and_json(server: ApiServer) -> None:
     created = server.http.post("/v1/specs", content=SPEC, headers={**AUTH, "Content-Type": "application/yaml"})
     assert created.status_code == 201, created.text
-    assert created.json() == {"workflow": "api-training", "transformations": 1}
+    # (replaced / changes too when another test of this module registered it first)
+    assert created.json().items() >= {"workflow": "api-training", "transformations": 1}.items()
     as_json = orjson.dumps({"workflow": "api-other", "phase": "curation",
                             "transformations": [{"name": "extract"}]})
     assert server.http.post("/v1/specs", content=as_json,
