@@ -973,3 +973,27 @@ def test_data_terms_given_to_render_are_checked_iris(term):
         query.render({"model": "m"}, data_terms={"model": (term,)})
     text = query.render({"model": "m"}, data_terms={"model": ("<https://ex.org/m>",)})
     assert "<https://ex.org/m>" in text
+
+
+def test_an_empty_domain_query_names_the_dangling_links(embedded_store):
+    """Found by black-box testing: a SEG-Y file taken out of the domain KG emptied q1 and q6
+    with no word on why, while `provkg check-links` listed the dangling link."""
+    from lifecycle import build_lifecycle
+    from test_queries import expected
+
+    from provkg.mapper import map_events, map_spec
+    from provkg.service.querying import run_query, why_empty
+
+    lc = build_lifecycle()
+    params, rows = expected(lc)["q1"]
+    target = f"<{lc.segys[0].kg_file}>"
+    kg = [t for t in lc.kg if t[0] != target]
+    assert len(kg) < len(lc.kg), "the test removes the SEG-Y file's description"
+    for spec in lc.specs.values():
+        embedded_store.add(map_spec(spec))
+    embedded_store.add(map_events(lc.events, lc.specs))
+    embedded_store.add(kg)
+    assert rows and run_query(embedded_store, "q1", params).rows == []
+    notes = why_empty(embedded_store, "q1", params, schema="typed")
+    assert len(notes) == 1 and "link to domain resources no loaded graph describes" in notes[0]
+    assert target[1:-1] in notes[0]

@@ -110,6 +110,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
     notes += unknown_attributes(store, name, params)
     if not notes and isinstance(values.get("hyperparameter"), str) and "value" in values:
         notes += _unrecorded_value(store, values["hyperparameter"], values["value"])
+    if not notes and name in _THROUGH_DOMAIN_KG:
+        notes += _dangling_links(store, name, base=base)
     if notes:
         return notes
     held = schemas_in_store(store)
@@ -128,6 +130,27 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                          f"row{'s' if len(found.rows) != 1 else ''}: the data were mapped "
                          f"in the {other} schema, not {schema}")
     return notes
+
+
+#: canned queries that reach basins, fields and surveys through ``provlake:denotes`` links
+_THROUGH_DOMAIN_KG = ("q1", "q2", "q6")
+
+
+def _dangling_links(store: Store, name: str, *, base: str) -> list[str]:
+    """A note when captured values link to domain resources no loaded graph describes: the
+    domain-KG queries find nothing through them (found by black-box testing: a SEG-Y file
+    taken out of the KG emptied q1 with no word, while check-links listed it)."""
+    from provkg.service.links import check_links
+
+    dangling = check_links(store, base=base)
+    if not dangling:
+        return []
+    shown = ", ".join(f"{v} -> {d}" for v, d in dangling[:3])
+    more = f" and {len(dangling) - 3} more" if len(dangling) > 3 else ""
+    return [f"{len(dangling)} captured value{'s' if len(dangling) != 1 else ''} link to domain "
+            f"resources no loaded graph describes ({shown}{more}); {name} reaches basins and "
+            "fields through such links: load the domain KG that describes them, or see "
+            "`provkg check-links`"]
 
 
 def unknown_attributes(store: Store, name: str, params: dict[str, object]) -> list[str]:
