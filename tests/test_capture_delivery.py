@@ -260,3 +260,39 @@ def test_provkg_replay_run_beside_a_live_spooling_run_loses_no_event(tmp_path):
     expected = {("RACE", "begin"), ("RACE", "end")} | {
         (f"RACE.{i + 1}", ev) for i in range(n) for ev in ("begin", "end")}
     assert not expected - found, f"{len(expected - found)} of {len(expected)} events lost"
+
+
+class TimedSink:
+    """Records when each event arrived (by the monotonic clock)."""
+
+    def __init__(self) -> None:
+        self.arrived: dict[tuple[str, str], float] = {}
+
+    def send(self, events):
+        now = time.monotonic()
+        for e in events:
+            self.arrived.setdefault((e["id"], e["event"]), now)
+
+    def close(self):
+        pass
+
+
+def test_a_wall_clock_stepped_back_does_not_hold_events(tmp_path, monkeypatch):
+    """Found by black-box testing: after an NTP step back on an edge device, events waited
+    for as long as the step (unsent and unspooled: a power loss then lost them), since the
+    linger compared the wall clock with each event's own time."""
+    sink = TimedSink()
+    real = time.time
+    step = {"back": 0.0}
+    monkeypatch.setattr(time, "time", lambda: real() - step["back"])
+    with capture.workflow("clock-step", sink=sink, spool=tmp_path / "spool", linger=0.05,
+                          batch_size=50) as wf:
+        task = wf.task("step").begin()  # stamped before the step
+        step["back"] = 300.0
+        recorded = time.monotonic()
+        deadline = recorded + 5
+        while (task.id, "begin") not in sink.arrived and time.monotonic() < deadline:
+            time.sleep(0.01)
+        task.end()
+    assert (task.id, "begin") in sink.arrived, "held back by the clock step"
+    assert sink.arrived[(task.id, "begin")] - recorded < 2

@@ -72,6 +72,8 @@ class Emitter:
         send_lines = getattr(sink, "send_lines", None)
         self._send_lines = send_lines if callable(send_lines) else None
         self._queue: deque[dict[str, Any]] = deque()
+        #: monotonic time the queue last went from empty to not empty (``linger``'s clock)
+        self._oldest_at = 0.0
         self._overflow_lock = threading.RLock()
         self._wake = threading.Event()
         self._closing = False
@@ -124,6 +126,8 @@ class Emitter:
             return
         queue = self._queue
         if len(queue) < self.max_queue:
+            if not queue:  # a race with the sender only makes this older: sent sooner, not later
+                self._oldest_at = time.monotonic()
             queue.append(event)
             return
         self._spill(event)
@@ -328,8 +332,11 @@ class Emitter:
                 return True
         if n == 0:
             return False
+        # the age by the monotonic clock since the queue was last empty, not by the event's
+        # own time: a wall clock stepped back (NTP on an edge device) held events for as long
+        # as the step, unsent and unspooled (found by black-box testing)
         if n < self.batch_size and not (self._closing or self._flushing) and \
-                time.time() - queue[0]["time"] < self.linger:
+                time.monotonic() - self._oldest_at < self.linger:
             return False
         if self.spool.pending or time.monotonic() < self._retry_at:
             size = 10_000  # the sink is away: move the backlog to disk in big, cheap appends
