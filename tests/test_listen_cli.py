@@ -46,9 +46,13 @@ def _holds_all(store_dir: Path, events: list[dict]) -> bool:
     return int(next(iter(store.query(query)))["n"].value) == len(ends)
 
 
-@pytest.mark.parametrize(("topic", "account"), [("provkg/#", ""), ("provkg", ""),
-                                               ("provkg", "alice:s%40cret@")])
-def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, account: str) -> None:
+@pytest.mark.parametrize(("topic", "account", "sink_topic"), [
+    ("provkg/#", "", "provkg"), ("provkg", "", "provkg"), ("provkg", "alice:s%40cret@", "provkg"),
+    # the sink's own URL with its compression option and an encoded space (black-box testing:
+    # the listener subscribed to "fl/gz?compression=gzip/#" and "fl%20x/#" literally)
+    ("fl%20x/gz?compression=gzip", "", "fl%20x/gz?compression=gzip")])
+def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, account: str,
+                                                sink_topic: str) -> None:
     # "provkg": the very URL the capture sink was given (found by black-box testing: it
     # subscribed to the topic "provkg" alone, and the sink's runs, published under it, were lost)
     # an account in the URL: the listener dropped it, and a broker with passwords refused it
@@ -69,7 +73,7 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, acco
                 assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "listen.log").read_text()
                 time.sleep(0.1)
             time.sleep(1.0)  # the subscription is made after the banner
-            sink = MqttSink.from_url(f"{url}/provkg")
+            sink = MqttSink.from_url(f"{url}/{sink_topic}")
             try:
                 sink.send(events)
             finally:

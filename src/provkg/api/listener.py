@@ -21,7 +21,7 @@ import argparse
 import logging
 import signal
 import threading
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 import paho.mqtt.client as mqtt
 
@@ -49,8 +49,22 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     ('127.0.0.1', 1884, 'provkg/#')
     >>> parse_mqtt_url("mqtt://127.0.0.1/provkg")
     ('127.0.0.1', 1883, 'provkg/#')
+
+    The topic is read as the sink reads its prefix: percent-decoded, and a ``?query`` (the
+    sink's ``compression`` option: messages say their own compression) is not part of it.
+
+    >>> parse_mqtt_url("mqtt://127.0.0.1/fl%20x/gz?compression=gzip")
+    ('127.0.0.1', 1883, 'fl x/gz/#')
     """
     scheme, parts, topic = _split(url)
+    # (black-box testing: the sink's own URL subscribed to "fl/gz?compression=gzip/#" and
+    # "fl%20x/#", which match nothing it publishes, and the broker dropped every message)
+    topic, _, query = topic.partition("?")
+    unknown = sorted(set(parse_qs(query, keep_blank_values=True)) - {"compression"})
+    if unknown:
+        raise BadParameter(f"the MQTT URL has unknown options {', '.join(unknown)} (known: "
+                           "compression, which the listener takes from each message itself)")
+    topic = unquote(topic)
     if scheme != "mqtt" or not parts.hostname:
         raise BadParameter("expected mqtt://HOST:PORT/TOPIC (e.g. mqtt://127.0.0.1:1883/provkg/#)")
     if not topic:
