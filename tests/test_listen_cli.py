@@ -121,3 +121,33 @@ def test_listen_says_when_it_cannot_reach_the_broker(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(30)
     assert "is the MQTT broker at 127.0.0.1:" in log.read_text()
+
+
+def test_a_retained_bad_message_is_set_aside_once_across_resubscribes(tmp_path: Path) -> None:
+    """Found by black-box testing: a retained status message under the prefix came again on
+    every (re)subscribe, and each time became one more dead letter."""
+    import paho.mqtt.client as mqtt
+
+    from provkg.api.listener import MqttListener
+    from provkg.api.queue import IngestQueue
+
+    with MosquittoBroker(tmp_path / "mqtt") as broker:
+        publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="device-status")
+        publisher.connect(broker.host, broker.port)
+        publisher.loop_start()
+        publisher.publish("fl/status/junk", b"retained garbage", qos=1, retain=True).wait_for_publish(10)
+        publisher.loop_stop()
+        publisher.disconnect()
+        with IngestQueue(tmp_path / "queue", lambda payloads: None) as queue:
+            for round_ in range(3):  # a restart of the listener, each with a fresh session
+                listener = MqttListener(f"{broker.url}/fl", queue, client_id=f"listener-{round_}").start()
+                try:
+                    deadline = time.monotonic() + 30
+                    while not list((tmp_path / "queue" / "rejected").glob("*")) and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    time.sleep(0.5)  # the retained message has come by now
+                finally:
+                    listener.close()
+            dead = list((tmp_path / "queue" / "rejected").glob("*"))
+            assert len(dead) == 1 and dead[0].name.startswith("retained-"), dead
+            assert dead[0].read_bytes() == b"retained garbage"

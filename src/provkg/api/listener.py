@@ -18,6 +18,7 @@ then acknowledged (redelivering it would fail the same way forever).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import signal
 import threading
@@ -163,8 +164,16 @@ class MqttListener:
             payload = strip_bom(self._decoded(bytes(message.payload)))
             batch = parse_batch(payload)
         except ProvkgError as exc:
-            kept = self._queue.reject(bytes(message.payload), reason=f"MQTT {message.topic}: {exc}")
-            log.error("rejected an MQTT batch on %s (kept as %s): %s", message.topic, kept, exc)
+            raw = bytes(message.payload)
+            # a retained message comes again on every (re)subscribe: set aside once, not one
+            # more dead letter per reconnect (found by black-box testing)
+            once = None
+            if message.retain:
+                digest = hashlib.sha256(message.topic.encode() + b"\0" + raw).hexdigest()
+                once = f"retained-{digest[:24]}"
+            kept = self._queue.reject(raw, reason=f"MQTT {message.topic}: {exc}", once=once)
+            if kept is not None:
+                log.error("rejected an MQTT batch on %s (kept as %s): %s", message.topic, kept, exc)
             client.ack(mid, qos)
             return
         if not batch.events:

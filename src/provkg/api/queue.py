@@ -374,12 +374,14 @@ class IngestQueue:
         log.error("ingest queue: a queued batch cannot be applied because of its content; moved "
                   "to %s (not retried; later batches go on): %s", kept, reason)
 
-    def reject(self, payload: bytes, *, reason: str = "") -> Path:
+    def reject(self, payload: bytes, *, reason: str = "", once: str | None = None) -> Path | None:
         """Set aside a payload that cannot be ingested: a file in the dead-letter folder
         ``rejected/`` (fsync'd) and a line in ``rejected.log`` naming it and ``reason``.
+        ``once``: a name for a payload that may come again (an MQTT retained message, sent
+        on every subscribe): set aside under it the first time only.
 
         Returns:
-            the file the payload was written to.
+            the file the payload was written to; None when ``once`` was set aside before.
         """
         suffix = (".json.gz" if payload.startswith(b"\x1f\x8b") else
                   ".json.zst" if payload.startswith(b"\x28\xb5\x2f\xfd") else ".json")
@@ -390,15 +392,18 @@ class IngestQueue:
                 if self._fsync:
                     _fsync_dir(self.directory)
             stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
-            for n in range(1000):
-                path = self.rejected_dir / f"{stamp}-{n:03d}{suffix}"
+            names = [f"{once}{suffix}"] if once else [f"{stamp}-{n:03d}{suffix}" for n in range(1000)]
+            for name in names:
+                path = self.rejected_dir / name
                 try:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                     break
                 except FileExistsError:
                     continue
-            else:  # pragma: no cover - a thousand in one microsecond
-                raise OSError(f"cannot name a dead letter in {self.rejected_dir}")
+            else:
+                if once:
+                    return None
+                raise OSError(f"cannot name a dead letter in {self.rejected_dir}")  # pragma: no cover
             with open(fd, "wb") as out:
                 out.write(payload)
                 out.flush()
