@@ -331,3 +331,18 @@ def test_replacing_a_spec_says_what_changed(server: ApiServer) -> None:
     assert changed["replaced"] is True
     assert changed["changes"] == ["transformations added: evaluation",
                                   "transformations changed: training (used -batch_size +bs)"]
+
+
+def test_sparql_takes_a_bom_refuses_bad_utf8_and_names_an_undeclared_prefix(server: ApiServer) -> None:
+    """Found by black-box testing: a query file starting with a BOM was refused as no query,
+    %E9 in a GET became U+FFFD and ran, and an undeclared prefix gave a list of Unicode
+    ranges without naming it."""
+    bom = "\ufeffASK { }".encode()
+    answered = server.http.post("/v1/sparql", content=bom,
+                                headers={"Content-Type": "application/sparql-query", **ROWS})
+    assert answered.status_code == 200, answered.text
+    bad = server.http.get("/v1/sparql?query=SELECT%20(%22%E9t%C3%A9%22%20AS%20%3Fx)%20%7B%7D")
+    assert bad.status_code == 400 and "not UTF-8" in bad.json()["detail"]
+    prefix = server.http.get("/v1/sparql", params={"query": "SELECT ?s WHERE { ?s foo:bar ?o }"})
+    assert prefix.status_code == 400
+    assert "prefix foo: is not declared" in prefix.json()["detail"], prefix.text

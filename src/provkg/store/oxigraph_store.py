@@ -247,7 +247,7 @@ class OxigraphStore(Store):
         try:
             return self._store.query(query, use_default_graph_as_union=union_default_graph(self._store, query))
         except SyntaxError as exc:
-            raise syntax_error(str(exc)) from exc
+            raise syntax_error(str(exc), query=query) from exc
         except OSError as exc:
             raise StoreError(f"Oxigraph could not run the query: {exc}") from exc
 
