@@ -63,6 +63,20 @@ def test_a_non_finite_value_is_refused_naming_event_field_and_the_fix(bad: float
     assert '"NaN"' in message and "null" in message  # how to send it instead
 
 
+@pytest.mark.parametrize("bad", [b"NaN", b"1e400", b"-Infinity"])
+def test_a_non_finite_time_is_told_its_own_form_not_the_value_advice(bad: bytes) -> None:
+    """Found by black-box testing: a NaN time was told to be sent "as a string, or as null",
+    which the time field then refused."""
+    text = (b'{"format": "provkg.events/1", "events": [{"type": "workflow", "event": "begin", '
+            b'"id": "r", "time": ' + bad + b', "workflow": "w", "environment": {"time": NaN}}]}')
+    with pytest.raises(BadEvent) as caught:
+        parse_batch(text)
+    time_part, env_part = str(caught.value).split("; events[0].environment")
+    assert time_part.startswith("events[0].time: ") and "null" not in time_part
+    assert "time is a finite number of seconds since the epoch (UTC)" in time_part
+    assert "as null" in env_part  # any other field keeps the advice for values
+
+
 def test_non_finite_numbers_anywhere_are_each_named() -> None:
     text = (b'{"format": "provkg.events/1", "events": [{"type": "task", "event": "begin", '
             b'"id": "t", "time": Infinity, "workflow_id": "w", "transformation": "x", '

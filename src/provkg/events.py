@@ -530,8 +530,25 @@ def _has_lone_surrogate(obj: Any) -> bool:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: fields that take numbers only, with the form to say instead of "send it as a string"
+#: (black-box testing: that advice, given for a NaN time, was then refused)
+_NUMBER_FIELDS = {
+    "time": f"time is a finite number of seconds since the epoch (UTC), 0 <= time < {MAX_TIME}",
+    "index": "index is an integer, 0 or more",
+}
+
+
+_EVENT_PATH = re.compile(r"(events\[\d+\])?")
+
+
 def _number_problems(found: list[tuple[str, str]], where: str) -> BadEvent:
-    problems = [f"{where}{path}: {problem}" for path, problem in found]
+    problems = []
+    for path, problem in found:
+        head, _, field = path.rpartition(".")
+        form = _NUMBER_FIELDS.get(field) if _EVENT_PATH.fullmatch(head) else None
+        if form is not None:  # the reason without the advice that fits a value's `value`
+            problem = problem.split(" (Python's")[0].split(" is refused")[0] + f"; {form}"
+        problems.append(f"{where}{path}: {problem}")
     more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
     return BadEvent("; ".join(problems[:20]) + more)
 
