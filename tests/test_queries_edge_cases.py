@@ -997,3 +997,24 @@ def test_an_empty_domain_query_names_the_dangling_links(embedded_store):
     notes = why_empty(embedded_store, "q1", params, schema="typed")
     assert len(notes) == 1 and "link to domain resources no loaded graph describes" in notes[0]
     assert target[1:-1] in notes[0]
+
+
+def test_an_empty_answer_for_a_workflow_without_a_spec_says_so(embedded_store):
+    """Found by black-box testing: p1 for a workflow whose events were stored without a spec
+    answered nothing and said nothing."""
+    from provkg.service.ingest import ingest_events
+    from provkg.service.querying import run_query, why_empty
+    from provkg.spec import parse_spec
+
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "fl/C"},
+              {"type": "task", "event": "begin", "id": "t", "time": 1.0, "workflow_id": "r",
+               "transformation": "training"}]
+    ingest_events(embedded_store, events)
+    assert run_query(embedded_store, "p1", {"workflow": "fl/C"}).rows == []
+    notes = why_empty(embedded_store, "p1", {"workflow": "fl/C"}, schema="typed")
+    assert any("has runs of workflow 'fl/C' but no spec" in n for n in notes), notes
+    spec = parse_spec("workflow: fl/C\nphase: learning\ntransformations:\n"
+                      "  - {name: training, kind: training}\n")
+    ingest_events(embedded_store, [], specs=[spec])
+    assert not any("no spec" in n for n in why_empty(embedded_store, "p1", {"workflow": "fl/C"},
+                                                     schema="typed"))
