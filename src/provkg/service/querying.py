@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from provkg.errors import BadParameter, QuerySyntaxError
-from provkg.mapper.terms import PK, PL
+from provkg.mapper.terms import PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.ingest import schemas_in_store
@@ -108,7 +108,7 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                     and given[0] not in "/~" and ":" not in given else "")
             notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
         elif p.type == "workflow" and not store.ask(
-                f"ASK {{ {term_for(p, values[p.name], base=base)} {PK.specDocument} ?d }}"):
+                f"ASK {{ {term_for(p, values[p.name], base=base)} a {PL.Workflow} }}"):
             # its runs are there, mapped as plain PROVLake (found by black-box testing: p1
             # answered nothing, and said nothing)
             notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for it, "
