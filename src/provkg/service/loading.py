@@ -10,16 +10,20 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
 from provkg.store import Store, display_url, open_store
 
-__all__ = ["LoadEntry", "LoadReport", "init_store", "load_files", "cmd_init", "cmd_load"]
+__all__ = ["LoadEntry", "LoadReport", "cmd_export", "cmd_init", "cmd_load", "export_store",
+           "init_store", "load_files"]
 
 #: files smaller than this load without a progress bar
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -236,6 +240,78 @@ def _warn_shared(store: Store, graph: str) -> None:
               "matches such a triple once per graph, so COUNT / SUM / AVG count it again (use "
               "DISTINCT or GRAPH <...>, or keep each triple in one graph: `provkg load --graph G "
               "--replace` replaces a graph instead of adding another copy)", file=sys.stderr)
+
+
+def export_store(store: Store, target: str, *, graph: str | None = None) -> int:
+    """Write ``store`` as N-Quads (every graph kept: the provenance, the specs it holds, the
+    ontologies, each domain KG) or ``graph`` as N-Triples to the file ``target`` (``.gz``:
+    compressed; ``-``: standard output), whole or not at all. Returns the file's lines.
+
+    Raises:
+        BadParameter: the file's extension says another format.  StoreError: the store
+            cannot be exported (remote stores) or the file cannot be written.
+    """
+    from provkg.errors import BadParameter
+
+    want = (".nt",) if graph is not None else (".nq",)
+    if graph is not None:
+        _graph_term(graph)
+    name = target.lower().removesuffix(".gz")
+    if target != "-" and not name.endswith(want):
+        what = "N-Triples (.nt or .nt.gz)" if graph is not None else "N-Quads (.nq or .nq.gz)"
+        raise BadParameter(f"{target}: export writes {what}"
+                           + ("" if graph is not None else "; --graph IRI exports one graph as N-Triples"))
+    if target == "-":
+        counter = _LineCounter(sys.stdout.buffer)
+        store.dump(counter, graph=graph)  # type: ignore[arg-type]
+        sys.stdout.buffer.flush()
+        return counter.lines
+    path = Path(target)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with open(partial, "wb") as raw:
+            out = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if target.endswith(".gz") else raw
+            counter = _LineCounter(out)
+            store.dump(counter, graph=graph)  # type: ignore[arg-type]
+            if out is not raw:
+                out.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return counter.lines
+
+
+class _LineCounter:
+    """A binary writer that counts the lines written through it."""
+
+    def __init__(self, out: Any):
+        self._out, self.lines = out, 0
+
+    def write(self, data: bytes) -> int:
+        self.lines += data.count(b"\n")
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``provkg export FILE [--graph IRI]``."""
+    with open_store(args.store, existing=True, read_only=True) as store:
+        if store.snapshot:
+            print(f"note: {store.url} is in use by another process: exporting what it had "
+                  "written when this command started", file=sys.stderr)
+        lines = export_store(store, args.file, graph=args.graph)
+    what = f"triples of {args.graph}" if args.graph else "quads"
+    print(f"exported {lines:,} {what} from {display_url(args.store)} to {args.file}",
+          file=sys.stderr if args.file == "-" else sys.stdout)
+    return 0
 
 
 def cmd_load(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout
 from provkg.term import SPARQL_NOISE, Triple, escape_string, literal
@@ -192,6 +192,17 @@ class Store(ABC):
     @abstractmethod
     def clear(self, *, graph: str | None = None) -> None:
         """Remove every triple of ``graph``, or of the whole store when None."""
+
+    def dump(self, out: BinaryIO, *, graph: str | None = None) -> None:
+        """Write the whole store as N-Quads (every named graph kept), or the triples of
+        ``graph`` as N-Triples, to ``out``; ``provkg load`` reads either back.
+
+        Raises:
+            StoreError: a store that cannot (remote ones: their servers dump faster).
+        """
+        raise StoreError(f"{display_url(self.url)} cannot be exported by provkg: use the "
+                         "server's own dump (`oxigraph dump`, Virtuoso's dump_nquads), then "
+                         "`provkg load` the file")
 
     def compact(self, *, force: bool = False) -> float | None:
         """Reorganize the store's files for reading after large bulk loads; the seconds it

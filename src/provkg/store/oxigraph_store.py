@@ -10,13 +10,14 @@ Queries see every graph (``use_default_graph_as_union``) unless they name their 
 
 from __future__ import annotations
 
+import errno
 import functools
 import gzip
 import itertools
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyoxigraph as ox
 
@@ -233,6 +234,19 @@ class OxigraphStore(Store):
         return sorted(g.value for g in self._store.named_graphs()
                       if isinstance(g, ox.NamedNode)  # only graphs holding data (CLEAR keeps them)
                       and next(iter(self._store.quads_for_pattern(None, None, None, g)), None))
+
+    def dump(self, out: BinaryIO, *, graph: str | None = None) -> None:
+        """See :meth:`Store.dump`: Oxigraph's own writer, streamed."""
+        self._check_open()
+        try:
+            if graph is None:
+                self._store.dump(out, format=ox.RdfFormat.N_QUADS)
+            else:
+                self._store.dump(out, format=ox.RdfFormat.N_TRIPLES, from_graph=ox.NamedNode(graph))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:  # `provkg export - | head`
+                raise BrokenPipeError(errno.EPIPE, "broken pipe") from None
+            raise StoreError(f"cannot export {self.url}: {exc}") from exc
 
     def close(self) -> None:
         store, self._store = getattr(self, "_store", None), None

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import rdflib.plugins.sparql as rdflib_sparql
 from pyparsing import ParseBaseException
@@ -173,6 +173,13 @@ class RdflibStore(Store):
             return sorted(str(g.identifier) for g in ds.graphs()
                           if g.identifier != DATASET_DEFAULT_GRAPH_ID
                           and isinstance(g.identifier, URIRef) and len(g))
+
+    def dump(self, out: BinaryIO, *, graph: str | None = None) -> None:
+        """See :meth:`Store.dump`."""
+        ds = self._dataset()
+        with _rdflib_call():
+            source = ds if graph is None else Graph(store=ds.store, identifier=URIRef(graph))
+            out.write(source.serialize(format="nquads" if graph is None else "nt", encoding="utf-8"))
 
     def close(self) -> None:
         self._ds = None
