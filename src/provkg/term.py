@@ -287,10 +287,27 @@ def path_location(path: str | PurePath) -> str:
     return "file://" + quote(text, safe=_PATH_SAFE, errors="surrogateescape")
 
 
+#: scheme, then userinfo and host of an authority: case-insensitive parts (RFC 3986 §3.1, §3.2.2)
+_SCHEME_HOST = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:)(?://([^/?#@]*@)?(\[[^\]/?#]*\]|[^/?#:]*))?")
+
+
 def _one_file_form(uri: str) -> str:
-    """``file:/x`` and ``file://localhost/x`` (any case of the scheme) as ``file:///x``."""
+    """``file:/x`` and ``file://localhost/x`` (any case of the scheme) as ``file:///x``; for
+    any other URI the scheme and host in lower case, as RFC 3986 compares them, so
+    ``HTTP://Example.ORG/x`` and ``http://example.org/x`` are one location (found by
+    black-box testing). The path, query and fragment keep their case.
+
+    >>> _one_file_form("HTTP://Me@Example.ORG:8080/A?B=1#F"), _one_file_form("S3://Bucket/Key")
+    ('http://Me@example.org:8080/A?B=1#F', 's3://bucket/Key')
+    """
     if uri[:5].lower() != "file:":
-        return uri
+        m = _SCHEME_HOST.match(uri)
+        if m is None:
+            return uri
+        scheme, user, host = m.group(1), m.group(2), m.group(3)
+        if host is None:
+            return scheme.lower() + uri[m.end(1):]
+        return f"{scheme.lower()}//{user or ''}{host.lower()}{uri[m.end():]}"
     rest = uri[5:]
     if rest[:12].lower() == "//localhost/":
         rest = rest[11:]
