@@ -325,6 +325,33 @@ def test_linking_a_location_links_every_value_captured_there(embedded_store: Sto
     assert find_values(embedded_store, "raw-pass2") == [f"<{expected[1]}>"]
 
 
+def test_a_link_taken_back_is_gone_and_its_retraction_recorded(embedded_store: Store) -> None:
+    """Found by black-box testing: a link to a resource gone from the KG could not be taken
+    back, so check-links failed for good."""
+    from provkg.errors import NotFound
+    from provkg.service.links import check_links, link_value, unlink_value
+
+    spec = lifecycle_spec()
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": WORKFLOW}]
+    for n in (1, 2):
+        events += [{"type": "task", "event": "begin", "id": f"pass{n}", "time": 1.7e9 + n, "workflow_id": "r",
+                    "transformation": "training",
+                    "used": [{"name": "raw", "id": f"raw-pass{n}", "location": "file:///raw/A.sgy"}]}]
+    ingest_events(embedded_store, events, specs=[spec])
+    gone, kept = "https://example.org/petro/old-A", "https://example.org/petro/file-A"
+    link_value(embedded_store, "file:///raw/A.sgy", gone, agent="dana")
+    link_value(embedded_store, "raw-pass1", kept, agent="dana")
+    assert len(check_links(embedded_store)) == 3
+    record, values = unlink_value(embedded_store, "file:///raw/A.sgy", gone, agent="eve")
+    assert values == [f"<{DEFAULT_BASE}value/raw-pass1>", f"<{DEFAULT_BASE}value/raw-pass2>"]
+    assert [d for _, d in check_links(embedded_store)] == [kept]  # the other link stays
+    said = embedded_store.select(PREFIX + f"""SELECT ?who ?to WHERE {{ <{record}> a provkg:LinkRetraction ;
+        provkg:linkedTo ?to ; provkg:assertedBy/<http://www.w3.org/2000/01/rdf-schema#label> ?who }}""").rows
+    assert said == [["eve", gone]]
+    with pytest.raises(NotFound, match="does not link to"):
+        unlink_value(embedded_store, "file:///raw/A.sgy", gone)
+
+
 def test_events_before_a_bad_line_are_stored_completely_even_out_of_order(tmp_path, embedded_store) -> None:
     # the file's events before the bad line are handed over and the session is finished, so
     # tasks that came before their run (held by the mapper) are stored too

@@ -196,12 +196,17 @@ def build_parser() -> argparse.ArgumentParser:
             "captured there is linked. The link is recorded as a provkg:LinkAssertion with who\n"
             "(--agent, default $USER) and when. q1, q2 and q6 then find the basin and field.\n\n"
             "examples:\n  provkg link file:///lake/f3.sgy https://example.org/kg/f3-segy\n"
-            "  provkg link cur-A https://example.org/kg/A-segy --agent geo-team")
+            "  provkg link cur-A https://example.org/kg/A-segy --agent geo-team\n"
+            "  provkg link cur-A https://example.org/kg/old-segy --remove")
     _store_arg(p)
     p.add_argument("value_id", metavar="VALUE_ID",
                    help="captured value id, its IRI (as queries print it) or location URI")
     p.add_argument("target", metavar="IRI", help="domain-KG resource the value denotes")
     p.add_argument("--agent", default=None, help="who asserts the link (default: $USER)")
+    p.add_argument("--remove", action="store_true",
+                   help="take the link back instead (a wrong link, or a resource gone from the KG), "
+                        "recorded as a provkg:LinkRetraction with who and when; a link the capture "
+                        "sent (a value's domain) returns if its events are ingested again")
     p.set_defaults(handler=_cmd_link)
 
     p = add("check-links", "list domain links whose target the loaded domain graphs do not describe",

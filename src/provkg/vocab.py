@@ -251,6 +251,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     Adaptation: str             # prospective: a runtime change of hyperparameters
     AdaptationExecution: str
     LinkAssertion: str          # a domain link added after the fact (`provkg link`)
+    LinkRetraction: str         # a domain link taken back (`provkg link --remove`)
     index: str                  # position of a section in its parent (epoch / batch number)
     dependsOn: str              # a section waited for another (sub-property of prov:wasInformedBy)
     innermost: str              # a section transformation with no sections of its own (batches)

@@ -23,7 +23,8 @@ from provkg.term import (datetime_literal, id_from_iri, iri, is_valid_iri, liter
                          location_form, mint_iri, path_location)
 from provkg.vocab import DEFAULT_BASE, XSD
 
-__all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value"]
+__all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value",
+           "unlink_value"]
 
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
@@ -60,6 +61,37 @@ def _link(store: Store, values: list[str], value_id: str, target: str, *, agent:
         (person, A, P.Agent), (person, LABEL, literal(who)),
     ])
     return assertion
+
+
+def unlink_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
+                 when: float | None = None, base: str = DEFAULT_BASE) -> tuple[str, list[str]]:
+    """Take back the link of the value(s) ``value_id`` names to ``target`` (a wrong link, or
+    a KG resource that went away), recorded as a ``provkg:LinkRetraction`` with who and when.
+    A link the capture itself sent (a value's ``domain``) comes back if its events are
+    ingested again.
+
+    Returns:
+        the retraction's IRI and the values that were linked.
+
+    Raises:
+        BadParameter: ``target`` is not an absolute IRI.
+        NotFound: no such value, or none of them links to ``target``.
+    """
+    target_term = iri(target)
+    values = find_values(store, value_id, base=base)
+    linked = [v for v in values if store.ask(f"ASK {{ {v} {PL.denotes} {target_term} }}")]
+    if not linked:
+        raise NotFound(f"{value_id!r} does not link to {target} (provkg check-links and "
+                       "provkg sparql show the links there are)")
+    store.update("DELETE DATA { " + " ".join(f"{v} {PL.denotes} {target_term} ." for v in linked) + " }")
+    who = agent or os.environ.get("USER") or getpass.getuser()
+    stamp = datetime_literal(time.time() if when is None else when)
+    record = mint_iri("unlink", value_id, target, stamp.split('"')[1], base=base)
+    r, person = iri(record), iri(mint_iri("agent", who, base=base))
+    store.add([(r, A, PK.LinkRetraction), *((r, PK.linkedValue, v) for v in linked),
+               (r, PK.linkedTo, target_term), (r, PK.assertedBy, person), (r, PK.assertedAt, stamp),
+               (person, A, P.Agent), (person, LABEL, literal(who))])
+    return record, linked
 
 
 def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> list[str]:
@@ -139,7 +171,13 @@ def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, st
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    """``provkg link VALUE_ID IRI [--agent WHO]``."""
+    """``provkg link VALUE_ID IRI [--agent WHO] [--remove]``."""
+    if getattr(args, "remove", False):
+        with open_store(args.store, existing=True) as store:
+            record, values = unlink_value(store, args.value_id, args.target, agent=args.agent)
+        names = [id_from_iri(v[1:-1], "value") or v[1:-1] for v in values]
+        print(f"unlinked {', '.join(names)} -> {args.target} (recorded as {record})")
+        return 0
     with open_store(args.store) as store:
         values = find_values(store, args.value_id)
         assertion = _link(store, values, args.value_id, args.target, agent=args.agent, when=None,
