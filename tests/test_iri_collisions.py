@@ -224,19 +224,3 @@ def test_a_section_that_names_no_parent_is_warned_about():
             "section 'epoch' of 'w' is `of:` another transformation, but 2 executions named no "
             "parent: stored under their run, out of reach of the queries that walk from a stage "
             "to its sections (give parent=, e.g. wf.sections(..., parent=training))"], schema
-
-
-def test_derived_from_a_location_in_another_spelling_reaches_the_captured_value():
-    """black-box testing: derived_from "file:/raw/cube.segy" made a second node beside the
-    value captured at file:///raw/cube.segy, and lineage (s1, q6) stopped there."""
-    spec = parse_spec(SPEC.replace("name: train/lr", "name: other"))
-    cube = f"<{mint_iri('value', 'file:///raw/my%20cube.segy')}>"
-    for src in ("file:/raw/my%20cube.segy", "FILE://localhost/raw/my cube.segy"):
-        events = [{"type": "workflow", "event": "begin", "id": "r", "time": T0, "workflow": "w"},
-                  *_task("cur", "train", [{"name": "cube", "location": "file:///raw/my cube.segy"}]),
-                  *_task("prep", "train", [{"name": "ds", "location": "file:///data/ds.h5",
-                                            "derived_from": [src, "cur-A"]}])]
-        for schema in ("typed", "sprov"):
-            derived = _subjects_with(map_events(events, {"w": spec}, schema=schema), "#wasDerivedFrom")
-            sources = derived[f"<{mint_iri('value', 'file:///data/ds.h5')}>"]
-            assert cube in sources and f"<{mint_iri('value', 'cur-A')}>" in sources, (src, schema, sources)

@@ -245,24 +245,6 @@ def location_form(uri: str) -> str:
     return uri
 
 
-_LOCATION_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(//|/)|[Ff][Ii][Ll][Ee]:")
-
-
-def source_form(ref: str) -> str:
-    """A ``derived_from`` entry, which names a value by its id or by its location: a
-    location (``scheme://…``, ``file:…``) in the one spelling :func:`location_form` gives the
-    value's own location, so ``file:/raw/a.sgy`` names the value captured at
-    ``file:///raw/a.sgy`` (found by black-box testing: lineage stopped at a second node); an
-    id (``cur-A``, ``urn:x:y``) as it is.
-
-    >>> source_form("file:/raw/my%20cube.segy"), source_form("FILE://localhost/raw/a.sgy")
-    ('file:///raw/my%20cube.segy', 'file:///raw/a.sgy')
-    >>> source_form("cur-A"), source_form("urn:x:y"), source_form("my value")
-    ('cur-A', 'urn:x:y', 'my value')
-    """
-    return location_form(ref) if _LOCATION_LIKE.match(ref) else ref
-
-
 #: in a file: URI's path, the escapes of characters a path segment holds as they are (RFC
 #: 3986 sub-delims, ":" and "@"; "~" and the unreserved ones): decoded, one spelling per file
 _PATH_ESCAPE = re.compile(r"%(2[146789ABCabc]|3[ABDabd]|40|7[Ee]|5[Ff]|2[Dd]|2[Ee])")

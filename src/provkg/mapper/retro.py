@@ -21,7 +21,7 @@ from provkg.mapper.common import (
     location_bridge,
 )
 from provkg.mapper.terms import LABEL, PK, PL, A, P
-from provkg.term import literal, location_form, source_form
+from provkg.term import literal, location_form
 from provkg.vocab import XSD
 
 __all__ = ["map_task_event", "map_workflow_event", "pending_triples"]
@@ -178,7 +178,7 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         if dom is not None:
             append((vt, PL.denotes, domain_term(dom)))
         for src in get("derived_from") or ():
-            append((vt, _DERIVED_FROM, mint_value(source_form(src))))
+            append((vt, _DERIVED_FROM, mint_value(src)))
 
 
 def _compact(x: Any) -> Any:

@@ -49,7 +49,7 @@ from provkg.mapper.common import (
 )
 from provkg.mapper.terms import LABEL, PK, PL, PO, SP, A, P
 from provkg.spec import Spec
-from provkg.term import Triple, id_from_iri, literal, location_form, source_form
+from provkg.term import Triple, id_from_iri, literal, location_form
 from provkg.vocab import XSD
 
 __all__ = ["adaptation_invocations_query", "late_change_update", "late_parameter_triples",
@@ -189,7 +189,7 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
     if v.get("domain") is not None:
         out.append((vt, PL.denotes, domain_term(v["domain"])))
     for src in v.get("derived_from") or ():
-        out.append((vt, P.wasDerivedFrom, st.mint.value(source_form(src))))
+        out.append((vt, P.wasDerivedFrom, st.mint.value(src)))
 
 
 def _changed_component(spec: Spec | None, adaptation: str, names: list[str]) -> str:
