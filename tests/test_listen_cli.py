@@ -50,7 +50,8 @@ def _holds_all(store_dir: Path, events: list[dict]) -> bool:
     ("provkg/#", "", "provkg"), ("provkg", "", "provkg"), ("provkg", "alice:s%40cret@", "provkg"),
     # the sink's own URL with its compression option and an encoded space (black-box testing:
     # the listener subscribed to "fl/gz?compression=gzip/#" and "fl%20x/#" literally)
-    ("fl%20x/gz?compression=gzip", "", "fl%20x/gz?compression=gzip")])
+    ("fl%20x/gz?compression=gzip", "", "fl%20x/gz?compression=gzip"),
+    ("/pk/", "", "/pk/")])  # slashes around the prefix: the sink drops them (the listener did not)
 def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, account: str,
                                                 sink_topic: str) -> None:
     # "provkg": the very URL the capture sink was given (found by black-box testing: it

@@ -56,20 +56,24 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
 
     >>> parse_mqtt_url("mqtt://127.0.0.1/fl%20x/gz?compression=gzip")
     ('127.0.0.1', 1883, 'fl x/gz/#')
+
+    Slashes around it go, and no topic is ``provkg``, as for the sink:
+
+    >>> parse_mqtt_url("MQTT://127.0.0.1:1884//pk/"), parse_mqtt_url("mqtt://127.0.0.1:1884?compression=gzip")
+    (('127.0.0.1', 1884, 'pk/#'), ('127.0.0.1', 1884, 'provkg/#'))
     """
     scheme, parts, topic = _split(url)
-    # (black-box testing: the sink's own URL subscribed to "fl/gz?compression=gzip/#" and
-    # "fl%20x/#", which match nothing it publishes, and the broker dropped every message)
+    # (black-box testing: the sink's own URL subscribed to "fl/gz?compression=gzip/#",
+    # "fl%20x/#" or "/pk/#", which match nothing it publishes, and the broker dropped every
+    # message; `mqtt://H:P` alone, which the sink takes, was refused)
     topic, _, query = topic.partition("?")
     unknown = sorted(set(parse_qs(query, keep_blank_values=True)) - {"compression"})
     if unknown:
         raise BadParameter(f"the MQTT URL has unknown options {', '.join(unknown)} (known: "
                            "compression, which the listener takes from each message itself)")
-    topic = unquote(topic)
-    if scheme != "mqtt" or not parts.hostname:
+    topic = unquote(topic.strip("/")) or "provkg"  # MqttSink.from_url's reading
+    if scheme.lower() != "mqtt" or not parts.hostname:
         raise BadParameter("expected mqtt://HOST:PORT/TOPIC (e.g. mqtt://127.0.0.1:1883/provkg/#)")
-    if not topic:
-        raise BadParameter("the MQTT URL needs a topic filter: mqtt://HOST:PORT/provkg/#")
     try:
         port = parts.port or 1883
     except ValueError:
@@ -83,8 +87,8 @@ def _split(url: str) -> tuple[str, SplitResult, str]:
     """(scheme, the host part as urlsplit reads it, topic): not urlsplit alone, which would
     take the "#" wildcard for a fragment."""
     scheme, _, rest = url.partition("://")
-    netloc, _, topic = rest.partition("/")
-    return scheme, urlsplit(f"mqtt://{netloc}"), topic
+    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    return scheme, urlsplit(f"mqtt://{rest[:end]}"), rest[end:]
 
 
 def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
