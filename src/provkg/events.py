@@ -534,7 +534,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #: (black-box testing: that advice, given for a NaN time, was then refused)
 _NUMBER_FIELDS = {
     "time": f"time is a finite number of seconds since the epoch (UTC), 0 <= time < {MAX_TIME}",
-    "index": "index is an integer, 0 or more",
+    "index": "index is an integer",
 }
 
 

@@ -108,7 +108,7 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                     and given[0] not in "/~" and ":" not in given else "")
             notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
         elif p.type == "workflow" and not store.ask(
-                f"ASK {{ {term_for(p, values[p.name], base=base)} a {PL.Workflow} }}"):
+                f"ASK {{ {term_for(p, values[p.name], base=base)} ?p ?o }}"):  # the spec's own triples, any schema
             # its runs are there, mapped as plain PROVLake (found by black-box testing: p1
             # answered nothing, and said nothing)
             notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for it, "
@@ -155,10 +155,11 @@ def _dangling_links(store: Store, name: str, *, base: str) -> list[str]:
         return []
     shown = ", ".join(f"{v} -> {d}" for v, d in dangling[:3])
     more = f" and {len(dangling) - 3} more" if len(dangling) > 3 else ""
-    return [f"{len(dangling)} captured value{'s' if len(dangling) != 1 else ''} link to domain "
-            f"resources no loaded graph describes ({shown}{more}); {name} reaches basins and "
-            "fields through such links: load the domain KG that describes them, or see "
-            "`provkg check-links`"]
+    noun = "link" if len(dangling) == 1 else "links"
+    return [f"the store has {len(dangling)} dangling domain {noun} ({shown}{more}): "
+            f"{name} reads the domain KG through such links, so if the data asked about comes "
+            "from one of them, load the domain KG that describes it (`provkg check-links` "
+            "lists them all)"]
 
 
 def unknown_attributes(store: Store, name: str, params: dict[str, object]) -> list[str]:
