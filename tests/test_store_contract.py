@@ -468,3 +468,14 @@ def test_a_small_bulk_load_into_a_big_store_leaves_compaction_to_rocksdb(tmp_pat
         assert s.compact() is not None  # >= COMPACT_TRIPLES
         s.add([(f"<http://example.org/b{i}>", "<http://example.org/p>", f'"{i}"') for i in range(5_000)])
         assert s.compact() is None  # 5,000 of 65,000: under COMPACT_SHARE
+
+
+@pytest.mark.parametrize("query, prefix", [("SELECT ?s WHERE { ?s foo:bar ?o }", "foo"),
+                                           ("SELECT ?s WHERE { ?s a éte:Bar }", "éte")])
+def test_an_undeclared_prefix_is_named_as_a_syntax_error(embedded_store, query: str, prefix: str) -> None:
+    """Found by black-box testing: Oxigraph's message listed the characters it expected and
+    never named the prefix; rdflib's was a store error (HTTP 502), not a query's mistake."""
+    from provkg.errors import QuerySyntaxError
+
+    with pytest.raises(QuerySyntaxError, match=f"prefix {prefix}: is not declared"):
+        embedded_store.select(query)

@@ -435,7 +435,7 @@ def has_dataset_clause(query: str) -> bool:
 
 #: Oxigraph's message for an undeclared prefix lists every character it expected instead
 _PREFIX_NOT_FOUND = "Prefix not found"
-_PREFIXED_END = re.compile(r"([A-Za-z][\w.-]*)?:[\w.%-]*$")
+_PREFIXED_END = re.compile(r"([^\W\d][\w.-]*)?:[\w.%-]*$")  # \w: any letter (éte:)
 
 
 def undeclared_prefix(message: str, query: str) -> str | None:

@@ -13,6 +13,7 @@ around rdflib calls only, since provkg cannot fix them.
 from __future__ import annotations
 
 import gzip
+import re
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ from pyparsing import ParseBaseException
 from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from provkg.errors import StoreError, StoreUnavailable
+from provkg.errors import QuerySyntaxError, StoreError, StoreUnavailable
 from provkg.store.base import (
     SPARQL_PARSER_LOCK,
     Rows,
@@ -50,6 +51,10 @@ _FORMATS = {"turtle": "turtle", "ntriples": "nt", "nquads": "nquads", "rdfxml": 
 # rdflib reads the union switch from a module global; updates need it off (with it on,
 # INSERT DATA into the default graph fails in rdflib 7.6), queries need it on
 _union_lock = threading.Lock()
+
+
+#: rdflib's words for a prefix the query did not declare (a plain Exception, not a parse error)
+_UNKNOWN_PREFIX = re.compile(r"Unknown namespace prefix : (\S*)")
 
 
 @contextmanager
@@ -204,6 +209,11 @@ class RdflibStore(Store):
         except ParseBaseException as exc:
             raise syntax_error(_pyparsing_message(exc)) from exc
         except Exception as exc:  # rdflib's query engine raises assorted types
+            prefix = _UNKNOWN_PREFIX.search(str(exc))
+            if prefix is not None:  # the query's mistake, said as Oxigraph's is (black-box testing)
+                raise QuerySyntaxError(f"SPARQL syntax error: prefix {prefix.group(1)}: is not "
+                                       f"declared (add PREFIX {prefix.group(1)}: <IRI> before the "
+                                       "query)") from exc
             raise StoreError(f"rdflib could not run the query: {exc}") from exc
 
     def _parse(self, parse: Callable[[Graph], object], *, graph: str | None,
