@@ -392,6 +392,12 @@ def test_loading_triples_another_graph_holds_warns_where_queries_count_them_twic
     assert "warning: 2 copies of triples of http://example.org/g/a" in capsys.readouterr().err
     assert main(["load", str(data), "--graph", "http://example.org/g/b", "--store", url]) == 0
     assert "warning: 4 copies" in capsys.readouterr().err
+    # a named graph first, then the same triples into the default graph: said too
+    fresh = f"oxigraph:{tmp_path / 'db2'}"
+    assert main(["load", str(data), "--graph", "http://example.org/g/a", "--store", fresh]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["load", str(data), "--store", fresh]) == 0
+    assert "warning: 2 copies of triples of http://example.org/g/a" in capsys.readouterr().err
 
 
 def test_rdflib_counts_a_triple_in_several_graphs_once(tmp_path: Path) -> None:
