@@ -26,7 +26,7 @@ from provkg.capture.broker import MosquittoBroker
 from provkg.capture.replay import replay
 from provkg.capture.spool import spool_segments
 from provkg.errors import BadEvent
-from provkg.events import FORMAT, MAX_VALUE_DEPTH, load_json, parse_batch, parse_event, \
+from provkg.events import FORMAT, MAX_VALUE_BYTES, MAX_VALUE_DEPTH, load_json, parse_batch, parse_event, \
     parse_events_jsonl
 
 
@@ -70,6 +70,18 @@ def test_the_clients_limits_are_the_servers() -> None:
     with pytest.raises(BadEvent, match="digits"):
         load_json('{"v": ' + "9" * (digits + 1) + "}")
     assert client.MAX_DEPTH == MAX_VALUE_DEPTH
+    # one value's size: a list of strings whose compact JSON is exactly the limit passes
+    limit = client.MAX_VALUE_BYTES
+    assert limit == MAX_VALUE_BYTES and client.MAX_STRING * 4 <= limit  # any string the client sends
+    item = "é" * 1000  # 2,000 bytes as UTF-8: the limit is in bytes, not characters
+    exact = [item] * ((limit - 2) // (len(item.encode()) + 3) - 1) + ["z"]
+    short = limit - len(json.dumps(exact, separators=(",", ":"), ensure_ascii=False).encode())
+    exact[-1] = "z" * (1 + short)
+    assert len(json.dumps(exact, separators=(",", ":"), ensure_ascii=False).encode()) == limit
+    assert not _refused(_task(used=[{"name": "v", "value": exact}]))
+    assert _refused(_task(used=[{"name": "v", "value": exact + ["a"]}]))
+    assert _refused(_task(used=[{"name": "v", "value": "y" * (limit + 1)}]))
+    assert client._fit(exact, "v") is exact and client._fit(exact + ["a"], "v") is client._LEFT_OUT
 
 
 def test_values_and_ids_the_server_refuses_are_fixed_one_by_one_and_every_event_is_kept(
@@ -257,6 +269,23 @@ def test_mqtt_batches_hold_only_values_the_listener_accepts(tmp_path: Path) -> N
             assert subscriber.invalid == []
         finally:
             subscriber.close()
+
+
+def test_a_list_too_large_for_one_literal_is_left_out_and_its_event_kept(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by black-box testing: 10,000 strings of 1.8 kB (18 MB, well compressed) passed
+    every client limit and the server's door (202); the store then refused the literal and
+    the queue set the whole batch aside, the run's other events with it."""
+    out = tmp_path / "out"
+    tokens = ["sample: " + "the quick brown fox " * 90 for _ in range(10_000)]
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("big-list", sink=f"file:{out}", spool=tmp_path / "sp") as wf:
+            with wf.task("fit") as t:
+                t.generate(loss=0.25, grad_norm=tokens)
+    events = {(e.id, e.event): e for e in _file_events(out)}
+    assert len(events) == 4
+    assert {v.name: v.value for v in events[(t.id, "end")].generated} == {"loss": 0.25}
+    assert "'grad_norm' not captured: a list of 18," in caplog.text
 
 
 def test_an_oversized_string_is_left_out_and_its_event_kept(tmp_path: Path,

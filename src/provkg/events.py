@@ -54,6 +54,10 @@ FORMAT = "provkg.events/1"
 MAX_VALUE_DEPTH = 8
 #: times must be below this: 10000-01-01T00:00:00Z, past the last instant xsd:dateTime writes
 MAX_TIME = 253402300800
+#: the largest value (a string, or a list as compact JSON) in UTF-8 bytes: Oxigraph holds one
+#: RDF term of at most 16 MiB, and a value is one literal; the capture library leaves out a
+#: larger one (provkg.capture.values.MAX_VALUE_BYTES, the same number)
+MAX_VALUE_BYTES = 4 * 1024 * 1024
 
 _NON_FINITE = ("is not JSON (Python's json.dumps writes it unless allow_nan=False): send a "
                'non-finite number as the string "NaN", "Infinity" or "-Infinity", or as null')
@@ -130,14 +134,36 @@ def _list_problem(v: list[Any], at: str) -> str | None:
 _PLAIN = (str, int, bool, type(None))
 
 
+def _too_large(size: int, what: str) -> str:
+    return (f"{what} of {size:,} bytes is too large to store as one value (limit "
+            f"{MAX_VALUE_BYTES:,} bytes as UTF-8 JSON): keep big content in a file and record "
+            "its location (capture.ref)")
+
+
+def json_size(v: Any) -> int:
+    """The UTF-8 bytes of a list (or any JSON value) as compact JSON: what one RDF literal of
+    it holds (``MAX_VALUE_BYTES``)."""
+    try:
+        return len(orjson.dumps(v))
+    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits
+        return len(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def _check_value(v: Any) -> Any:
     # the common cases first: this runs once per captured value on the accept path
     if type(v) in _PLAIN or (type(v) is float and -math.inf < v < math.inf):
+        if type(v) is str and len(v) > MAX_VALUE_BYTES // 4 and \
+                (size := len(v.encode("utf-8", "surrogatepass"))) > MAX_VALUE_BYTES:
+            raise ValueError(_too_large(size, "a string"))
         return v
     if isinstance(v, list):
         if _too_deep(v, MAX_VALUE_DEPTH - 1):
             raise ValueError(f"lists may nest at most {MAX_VALUE_DEPTH} deep")
         problem = _list_problem(v, "")
+        if not problem and (size := json_size(v)) > MAX_VALUE_BYTES:
+            # accepted whole, the queue worker's store refused it later and the batch was set
+            # aside with every other event in it (found by black-box testing)
+            problem = _too_large(size, "a list")
     elif isinstance(v, dict):
         problem = ("objects are not values: send a JSON scalar, a list or null (a record as "
                    "several values, or data by reference with location)")
@@ -161,6 +187,8 @@ def _check_environment(env: dict[str, Any]) -> dict[str, Any]:
             problem = _scalar_problem(v)
         if problem:
             raise ValueError(f"{key[:64]!r}: {problem}")
+    if (size := json_size(env)) > MAX_VALUE_BYTES:  # stored as one rdf:JSON literal
+        raise ValueError(_too_large(size, "an environment"))
     return env
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
+import json
 import math
 import operator
 import re
@@ -26,12 +27,14 @@ from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+
 from provkg.capture.report import report_once
 from provkg.term import is_valid_iri, location_form, path_location
 
 __all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
            "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI",
-           "MAX_INT_DIGITS"]
+           "MAX_INT_DIGITS", "MAX_VALUE_BYTES"]
 
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
 MAX_ITEMS = 10_000
@@ -49,6 +52,10 @@ MAX_URI = 4096
 #: longest string value: a batch carrying a longer one may pass the server's request limit
 #: (16 MiB by default), and then the whole event is refused, not the one value
 MAX_STRING = 1_000_000
+#: the largest list value in UTF-8 bytes of compact JSON (provkg.events.MAX_VALUE_BYTES): a
+#: larger one is left out, not sent for the server to refuse (it used to accept it and then
+#: set its whole batch aside: found by black-box testing)
+MAX_VALUE_BYTES = 4 * 1024 * 1024
 #: most digits of an integer value or index (provkg.events.load_json refuses longer ones)
 MAX_INT_DIGITS = 4000
 #: integers ``-_INT_BOUND < n < _INT_BOUND`` have at most MAX_INT_DIGITS digits
@@ -402,10 +409,26 @@ def _fit(value: Any, name: str) -> Any:
         return _LEFT_OUT
     if kind is list:
         try:
-            return _fit_list(value, name)
+            fitted = _fit_list(value, name)
         except _Unfit:
             return _LEFT_OUT
+        # numbers alone stay far below the limit (MAX_ITEMS of them: ~250 KB); strings may not
+        if any(type(x) is str or type(x) is list for x in fitted):
+            size = _json_size(fitted)
+            if size > MAX_VALUE_BYTES:  # the server refuses it (one RDF literal holds so much)
+                report_once(("list-too-large", name), f"value {name!r} not captured: a list of "
+                            f"{size:,} bytes as JSON (limit {MAX_VALUE_BYTES:,}): write it to a "
+                            "file or store and capture it with capture.ref(uri)")
+                return _LEFT_OUT
+        return fitted
     return value
+
+
+def _json_size(value: list[Any]) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 class _Unfit(Exception):
