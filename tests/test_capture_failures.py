@@ -90,7 +90,7 @@ def test_full_spool_drops_and_says_so(tmp_path, caplog):
             for i in range(200):
                 wf.task("step", index=i).end()
     spool = wf.emitter.spool
-    assert "is full" in caplog.text
+    assert "is full (max_spool_bytes=2000, per run)" in caplog.text
     assert spool.dropped_events > 0 and spool.spooled_events + spool.dropped_events == 2 + 2 * 200
     assert sum(p.stat().st_size for p in spool_segments(tmp_path / "spool")) <= 2_000
 

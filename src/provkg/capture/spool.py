@@ -208,9 +208,10 @@ class Spool:
                         break
                     fit += 1
                 self.dropped_events += len(lines) - fit
-                self.drop_reason = f"it is full: {self.max_bytes} bytes"
-                report_once(("spool-full", str(self.root)), f"spool {self.root} is full "
-                            f"({self.max_bytes} bytes): events are being dropped")
+                self.drop_reason = f"this run's part of it is full: {self.max_bytes} bytes"
+                # the limit is per run (its folder), not of the root several runs share
+                report_once(("spool-full", str(self.directory)), f"this run's spool {self.directory} "
+                            f"is full (max_spool_bytes={self.max_bytes}, per run): events are being dropped")
                 if fit:
                     self.append_lines(lines[:fit])
                 return False

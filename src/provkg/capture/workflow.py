@@ -131,7 +131,8 @@ def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: s
             ``./provkg-spool``); created only when needed.
         batch_size, linger: a batch is sent at ``batch_size`` events or after ``linger`` s.
         max_queue: events kept in memory before spilling to the spool.
-        max_spool_bytes: the spool's size limit (beyond it events are dropped and logged).
+        max_spool_bytes: the size limit of this run's spool folder (beyond it events are
+            dropped and logged); per run: runs sharing a spool root may take this much each.
 
     Returns:
         A ``Workflow``; use it as a context manager or call ``begin()`` / ``end()``.
