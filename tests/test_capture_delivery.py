@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import os
 import re
@@ -296,3 +297,32 @@ def test_a_wall_clock_stepped_back_does_not_hold_events(tmp_path, monkeypatch):
         task.end()
     assert (task.id, "begin") in sink.arrived, "held back by the clock step"
     assert sink.arrived[(task.id, "begin")] - recorded < 2
+
+
+class RefusingSlowSink:
+    """Refuses every event, as too large (a misconfigured proxy's 413), slowly."""
+
+    def send(self, events):
+        time.sleep(0.005)
+        raise SinkRejected("HTTP 413: body too large", too_large=True)
+
+    def close(self):
+        pass
+
+
+def test_an_event_close_spooled_is_not_also_set_aside_as_refused(tmp_path):
+    """Found by black-box testing: when flush_timeout ran out while a refused batch was being
+    split, an event ended both in rejected/ and in the spool (replayed and refused again), and
+    the counts the warning gave did not match the files."""
+    spool = tmp_path / "spool"
+    with capture.workflow("refused-late", sink=RefusingSlowSink(), spool=spool, flush_timeout=0.3,
+                          batch_size=400, linger=0.01) as wf:
+        ids = [wf.task("step", index=i).begin().id for i in range(400)]
+    wf.emitter._thread.join(10)  # the abandoned thread stops after the part it was sending
+    rejected = [(e["id"], e["event"]) for path in sorted((spool / "rejected").glob("*.jsonl"))
+                for e in map(json.loads, path.read_text().splitlines())]
+    spooled = _spooled(spool)
+    assert spooled, "the test needs close() to give up while the batch is being split"
+    assert not set(rejected) & set(spooled)
+    assert set(rejected) | set(spooled) == expected_keys(wf.id, ids)
+    assert wf.emitter.spool.rejected_events == len(rejected)

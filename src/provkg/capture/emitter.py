@@ -389,7 +389,7 @@ class Emitter:
 
         # a custom sink's CancelledError is a failure like any other
         unsent, failure = send_in_halves(
-            batch, deliver, refused=lambda part, exc: self._rejected(_as_lines(part), exc),
+            batch, deliver, refused=self._refused_part,
             delivered=lambda part: self._delivered(len(part)), before=before,
             failures=BaseException)
         if failure is not None:
@@ -442,6 +442,17 @@ class Emitter:
         report_once(("sink-down", self.spool.directory, type(exc)), f"the sink {type(self.sink).__name__} "
                     f"{f'({target}) ' if target else ''}did not take a batch ({exc!r}); spooling to "
                     f"{self.spool.directory} and retrying")
+
+    def _refused_part(self, part: list[Any], exc: Exception) -> None:
+        """A part the receiver refused on its own: set aside, unless close() gave up on this
+        thread and spooled it already (black-box testing: an event in both rejected/ and the
+        spool, replayed and refused again, and the counts said did not match the files)."""
+        with self._handoff:
+            if self._abandoned:
+                return
+            if self._inflight is not None:  # no longer this thread's to hand over at close
+                self._inflight = [p for p in self._inflight if p is not part]
+            self._rejected(_as_lines(part), exc)
 
     def _rejected(self, lines: list[bytes], exc: Exception) -> None:
         path = self.spool.reject_lines(lines, str(exc))
