@@ -14,10 +14,7 @@ SPEC = """\
 workflow: train
 phase: learning
 transformations:
-  - name: training
-    kind: training
-    used:
-      - {name: lr, role: hyperparameter}
+  - {name: training, kind: training, used: [{name: lr, role: hyperparameter}]}
   - name: epoch
     kind: section
     of: training

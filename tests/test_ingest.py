@@ -305,18 +305,22 @@ def test_a_failed_background_load_reaches_the_caller(tmp_path) -> None:
         assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("provkg-ingest-writer"))
 
 
-def test_linking_a_location_links_every_value_captured_there(embedded_store: Store) -> None:
-    # the same raw file captured by two passes (two ids, one location): a link by location
-    # links both, so lineage through either pass reaches the domain KG (black-box finding)
-    from provkg.service.links import find_values, link_value
-
-    spec = lifecycle_spec()
+def _two_passes_over_one_file(store: Store) -> None:
+    """The same raw file captured by two passes: two ids (raw-pass1, raw-pass2), one location."""
     events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": WORKFLOW}]
     for n in (1, 2):
         events += [{"type": "task", "event": "begin", "id": f"pass{n}", "time": 1.7e9 + n, "workflow_id": "r",
                     "transformation": "training",
                     "used": [{"name": "raw", "id": f"raw-pass{n}", "location": "file:///raw/A.sgy"}]}]
-    ingest_events(embedded_store, events, specs=[spec])
+    ingest_events(store, events, specs=[lifecycle_spec()])
+
+
+def test_linking_a_location_links_every_value_captured_there(embedded_store: Store) -> None:
+    # the same raw file captured by two passes (two ids, one location): a link by location
+    # links both, so lineage through either pass reaches the domain KG (black-box finding)
+    from provkg.service.links import find_values, link_value
+
+    _two_passes_over_one_file(embedded_store)
     assertion = link_value(embedded_store, "file:///raw/A.sgy", "https://example.org/petro/file-A", agent="dana")
     linked = embedded_store.select(PREFIX + f"""SELECT ?v WHERE {{ <{assertion}> provkg:linkedValue ?v .
         ?v provlake:denotes <https://example.org/petro/file-A> }} ORDER BY ?v""").rows
@@ -331,13 +335,7 @@ def test_a_link_taken_back_is_gone_and_its_retraction_recorded(embedded_store: S
     from provkg.errors import NotFound
     from provkg.service.links import check_links, link_value, unlink_value
 
-    spec = lifecycle_spec()
-    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.7e9, "workflow": WORKFLOW}]
-    for n in (1, 2):
-        events += [{"type": "task", "event": "begin", "id": f"pass{n}", "time": 1.7e9 + n, "workflow_id": "r",
-                    "transformation": "training",
-                    "used": [{"name": "raw", "id": f"raw-pass{n}", "location": "file:///raw/A.sgy"}]}]
-    ingest_events(embedded_store, events, specs=[spec])
+    _two_passes_over_one_file(embedded_store)
     gone, kept = "https://example.org/petro/old-A", "https://example.org/petro/file-A"
     link_value(embedded_store, "file:///raw/A.sgy", gone, agent="dana")
     link_value(embedded_store, "raw-pass1", kept, agent="dana")

@@ -33,6 +33,17 @@ def lcs():
     return full, dataclasses.replace(full, specs=specs)
 
 
+def _assert_full_answers(store, full, schema: str) -> None:
+    """Q4, Q5 and Q7 on ``store`` answer what they answer on the full batches of ``full``."""
+    want = expected(full)
+    for name in SUMMARISED:
+        params, rows = want[name]
+        got = run_query(store, name, params, schema=schema).rows
+        assert len(got) == len(rows) and all(
+            len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w))
+            for g, w in zip(got, rows)), f"{name}: got {got}\n      want {rows}"
+
+
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
 def test_batch_statistics_from_summaries_equal_the_full_batches(store, lcs, schema):
     full, summarised = lcs
@@ -46,13 +57,7 @@ def test_batch_statistics_from_summaries_equal_the_full_batches(store, lcs, sche
         "SELECT (COUNT(*) AS ?n) WHERE { ?s a <https://w3id.org/provkg/ns#SectionSummary> }"
     ).rows[0][0]
     assert int(batches) == 0 and int(summaries) > 0
-    want = expected(full)
-    for name in SUMMARISED:
-        params, rows = want[name]
-        got = run_query(store, name, params, schema=schema).rows
-        assert len(got) == len(rows) and all(
-            len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w))
-            for g, w in zip(got, rows)), f"{name}: got {got}\n      want {rows}"
+    _assert_full_answers(store, full, schema)
 
 
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
@@ -75,13 +80,7 @@ def test_summaries_from_shuffled_sessions_with_redeliveries_answer_the_same(stor
         session.finish()
     assert not store.ask("ASK { { ?s <https://w3id.org/provkg/ns#pendingParent> ?p } UNION "
                          "{ ?s <https://w3id.org/provkg/ns#pendingEvent> ?e } }")
-    want = expected(full)
-    for name in SUMMARISED:
-        params, rows = want[name]
-        got = run_query(store, name, params, schema=schema).rows
-        assert len(got) == len(rows) and all(
-            len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w))
-            for g, w in zip(got, rows)), f"{name}: got {got}\n      want {rows}"
+    _assert_full_answers(store, full, schema)
 
 
 ROUNDING_SPEC = """\
@@ -211,10 +210,4 @@ def test_epochs_kept_in_full_and_later_summarised_count_once(embedded_store, lcs
     ingest_events(embedded_store, full.events, specs=list(full.specs.values()), schema=schema)
     ingest_events(embedded_store, full.events, specs=list(summarised.specs.values()), schema=schema)
     assert embedded_store.ask("ASK { ?s a <https://w3id.org/provkg/ns#SectionSummary> }")
-    want = expected(full)
-    for name in SUMMARISED:
-        params, rows = want[name]
-        got = run_query(embedded_store, name, params, schema=schema).rows
-        assert len(got) == len(rows) and all(
-            len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w))
-            for g, w in zip(got, rows)), f"{name}: got {got}\n      want {rows}"
+    _assert_full_answers(embedded_store, full, schema)
