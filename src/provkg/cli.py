@@ -50,6 +50,13 @@ def _format_arg(p: argparse.ArgumentParser) -> None:
                    help="table for people, json / csv for scripts (default: %(default)s)")
 
 
+def action(group: argparse._SubParsersAction, name: str, help: str,
+           description: str) -> argparse.ArgumentParser:
+    """A sub-command whose description keeps its line breaks (examples)."""
+    return group.add_parser(name, help=help, description=description,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="provkg",
@@ -62,8 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=description or help,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        return action(sub, name, help, description or help)
 
     # -- demo ---------------------------------------------------------------
     p = add("demo", "run the seismic scientific-ML lifecycle end to end and answer Q1-Q7",
@@ -153,39 +159,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("spec", "work with prospective specs")
     spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
     p.set_defaults(help_parser=p)  # `provkg spec` alone shows its actions, not the top help
-    sv = spec_sub.add_parser(
-        "validate", help="check a spec; errors name file, line and field",
-        description="Checks prospective specs (YAML or JSON; their format: the README's spec\n"
-                    "example) (without --store, no store is read): each problem is named by file, line\n"
-                    "and field; the exit status is 1 if any. With --store, also says how each spec\n"
-                    "differs from the one the store holds for its workflow.\n\n"
-                    "examples:\n  provkg spec validate training.yaml\n"
-                    "  provkg spec validate specs/*.yaml\n"
-                    "  provkg spec validate train.yaml --store oxigraph:kg",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv = action(spec_sub, "validate", "check a spec; errors name file, line and field",
+                "Checks prospective specs (YAML or JSON; their format: the README's spec\n"
+                "example): each problem is named by file, line and field; the exit status is 1\n"
+                "if any. Without --store, no store is read. With --store, also says how each spec\n"
+                "differs from the one the store holds for its workflow.\n\n"
+                "examples:\n  provkg spec validate training.yaml\n"
+                "  provkg spec validate specs/*.yaml\n"
+                "  provkg spec validate train.yaml --store oxigraph:kg")
     sv.add_argument("files", nargs="+", metavar="SPEC", help="a spec file (.yaml, .yml or .json)")
     sv.add_argument("--store", default=None,
                     help="also compare each spec with the one this store holds for its workflow "
                          "(new, the same, or what `ingest --spec` would change); nothing is written")
     sv.set_defaults(handler=_cmd_spec_validate)
-    sl = spec_sub.add_parser(
-        "list", help="the specs a store holds, one row per workflow",
-        description="Lists the workflows whose prospective spec the store holds (registered by\n"
-                    "`provkg ingest --spec`, `provkg listen --spec` or POST /v1/specs): phase, number of\n"
-                    "transformations, stages and sections, and which sections are kept as summaries.\n\n"
-                    "examples:\n  provkg spec list\n  provkg spec list --store oxigraph:kg --format json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sl = action(spec_sub, "list", "the specs a store holds, one row per workflow",
+                "Lists the workflows whose prospective spec the store holds (registered by\n"
+                "`provkg ingest --spec`, `provkg listen --spec` or POST /v1/specs): phase, number of\n"
+                "transformations, stages and sections, and which sections are kept as summaries.\n\n"
+                "examples:\n  provkg spec list\n  provkg spec list --store oxigraph:kg --format json")
     _store_arg(sl)
     _format_arg(sl)
     sl.set_defaults(handler=_cmd_spec_list)
-    ss = spec_sub.add_parser(
-        "show", help="print the spec a store holds for a workflow (JSON, every default spelled out)",
-        description="Prints the spec the store holds for WORKFLOW as JSON (which is also YAML),\n"
-                    "every default spelled out: what the mapper uses for that workflow's events.\n"
-                    "Save it, edit it, check it with `spec validate --store`, register it with\n"
-                    "`ingest --spec`.\n\n"
-                    "examples:\n  provkg spec show train\n  provkg spec show train > train.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ss = action(spec_sub, "show", "print the spec a store holds for a workflow (JSON, every default spelled out)",
+                "Prints the spec the store holds for WORKFLOW as JSON (which is also YAML),\n"
+                "every default spelled out: what the mapper uses for that workflow's events.\n"
+                "Save it, edit it, check it with `spec validate --store`, register it with\n"
+                "`ingest --spec`.\n\n"
+                "examples:\n  provkg spec show train\n  provkg spec show train > train.json")
     _store_arg(ss)
     ss.add_argument("workflow", metavar="WORKFLOW", help="the workflow's name (see `provkg spec list`)")
     ss.set_defaults(handler=_cmd_spec_show)
