@@ -64,3 +64,29 @@ def test_export_of_one_graph_and_wrong_names(source, tmp_path: Path, capsys) -> 
     assert not (tmp_path / "all.ttl").exists()
     assert main(["export", str(tmp_path / "x.nq"), "--store", f"oxigraph:{tmp_path / 'none'}"]) == 1
     assert "no store in" in capsys.readouterr().err
+
+
+def test_export_and_load_refuse_what_would_lose_data(source, tmp_path: Path, capsys) -> None:
+    """Found by black-box testing: EXP.NQ.GZ was written uncompressed (unreadable back), a
+    mistyped --graph wrote an empty backup with exit 0, a remote store's export and a cut-off
+    .gz load were tracebacks (the load's other files not loaded)."""
+    url, lc = source
+    upper = tmp_path / "EXP.NQ.GZ"
+    assert main(["export", str(upper), "--store", url]) == 0
+    assert gzip.decompress(upper.read_bytes())  # compressed: loadable
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "g.nt"), "--graph", "https://example.org/nope",
+                 "--store", url]) == 1
+    assert "the store has no graph https://example.org/nope" in capsys.readouterr().err
+    assert not (tmp_path / "g.nt").exists()
+    assert main(["export", str(tmp_path / "r.nq"), "--store", "oxigraph+http://127.0.0.1:9"]) == 1
+    assert "cannot be exported by provkg" in capsys.readouterr().err
+    cut = tmp_path / "cut.nq.gz"
+    cut.write_bytes(upper.read_bytes()[:2000])
+    fine = tmp_path / "fine.nt"
+    fine.write_text('<http://example.org/a> <http://example.org/p> "1" .\n')
+    into = f"oxigraph:{tmp_path / 'into'}"
+    assert main(["load", str(cut), str(fine), "--store", into]) == 1
+    assert "cut.nq.gz is cut short or damaged" in capsys.readouterr().err
+    with open_store(into) as store:
+        assert store.count() == 1  # the other file, and nothing of the cut one

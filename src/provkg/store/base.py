@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout
+from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout, StoreError
 from provkg.term import SPARQL_NOISE, Triple, escape_string, literal
 from provkg.vocab import XSD
 

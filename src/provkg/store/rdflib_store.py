@@ -184,7 +184,9 @@ class RdflibStore(Store):
         ds = self._dataset()
         with _rdflib_call():
             source = ds if graph is None else Graph(store=ds.store, identifier=URIRef(graph))
-            out.write(source.serialize(format="nquads" if graph is None else "nt", encoding="utf-8"))
+            data = source.serialize(format="nquads" if graph is None else "nt", encoding="utf-8")
+            if data.strip():  # an empty store serializes as one blank line
+                out.write(data)
 
     def close(self) -> None:
         self._ds = None
