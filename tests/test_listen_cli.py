@@ -152,3 +152,19 @@ def test_a_retained_bad_message_is_set_aside_once_across_resubscribes(tmp_path: 
             dead = list((tmp_path / "queue" / "rejected").glob("*"))
             assert len(dead) == 1 and dead[0].name.startswith("retained-"), dead
             assert dead[0].read_bytes() == b"retained garbage"
+
+
+def test_listener_urls_read_as_the_sink_reads_them_or_refused() -> None:
+    """Found by black-box testing: "pk6#frag" subscribed to an invalid filter (paho's thread
+    died; the listener ran on, subscribed to nothing) while the sink published to pk6/<run>."""
+    from provkg.api.listener import parse_mqtt_url
+    from provkg.errors import BadParameter
+
+    assert parse_mqtt_url("mqtt://h:1/pk6#frag")[2] == "pk6/#"
+    assert parse_mqtt_url("mqtt://h:1/provkg#")[2] == "provkg/#"
+    assert parse_mqtt_url("mqtt://h:1/pk?compression=gzip#x")[2] == "pk/#"
+    assert parse_mqtt_url("mqtt://h:1/a/+/c")[2] == "a/+/c"
+    assert parse_mqtt_url("mqtt://h:1/#")[2] == "#"
+    for bad in ("mqtt://h:1/a+/c", "mqtt://h:1/a/b+"):
+        with pytest.raises(BadParameter, match="is not valid"):
+            parse_mqtt_url(bad)

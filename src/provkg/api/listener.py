@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
+import re
 import signal
 import threading
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
@@ -66,6 +67,10 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     # (black-box testing: the sink's own URL subscribed to "fl/gz?compression=gzip/#",
     # "fl%20x/#" or "/pk/#", which match nothing it publishes, and the broker dropped every
     # message; `mqtt://H:P` alone, which the sink takes, was refused)
+    wildcard = re.search(r"(^|/)#(?=$|\?)", topic)
+    cut = topic.find("#")
+    if cut >= 0 and (wildcard is None or cut < wildcard.end() - 1):
+        topic = topic[:cut]  # a fragment, as the sink reads "pk#frag" (not a whole level: no wildcard)
     topic, _, query = topic.partition("?")
     unknown = sorted(set(parse_qs(query, keep_blank_values=True)) - {"compression"})
     if unknown:
@@ -80,6 +85,12 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
         raise BadParameter("the MQTT URL has an invalid port") from None
     if "#" not in topic and "+" not in topic:
         topic = topic.rstrip("/") + "/#"
+    levels = topic.split("/")
+    if any(("+" in level and level != "+") or ("#" in level and (level != "#" or i < len(levels) - 1))
+           for i, level in enumerate(levels)):
+        # paho's thread died on it, and the listener ran on subscribed to nothing
+        raise BadParameter(f"the MQTT topic filter {topic!r} is not valid: + stands for one whole "
+                           "level (a/+/c) and # for the last ones (a/#)")
     return parts.hostname, port, topic
 
 
