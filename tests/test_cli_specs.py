@@ -80,3 +80,18 @@ def test_spec_validate_without_a_store_reads_none(tmp_path: Path, capsys, monkey
     assert main(["spec", "validate", str(spec)]) == 0
     assert capsys.readouterr().out.strip().endswith("2 transformations)")
     assert not (tmp_path / "missing").exists()
+
+
+def test_spec_messages_never_show_the_store_password(monkeypatch, capsys) -> None:
+    """Found by black-box testing: `spec list` / `spec show` printed a remote store's URL with
+    its password, where every other message writes ***."""
+    from provkg.service import specs as spec_commands
+    from provkg.store.rdflib_store import RdflibStore
+
+    url = "virtuoso+http://127.0.0.1:8890?user=dba&password=s3cret"
+    monkeypatch.setattr(spec_commands, "open_store",
+                        lambda *a, **k: RdflibStore(url=url))  # an empty store at that URL
+    assert main(["spec", "list", "--store", url]) == 0
+    assert main(["spec", "show", "nope", "--store", url]) == 1
+    said = capsys.readouterr()
+    assert "s3cret" not in said.out + said.err and "password=***" in said.err

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 import pyoxigraph as ox
 
-from provkg.store.base import undeclared_prefix
+from provkg.store.base import syntax_error
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
 
@@ -100,9 +100,9 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
                 return _too_many(max_rows)
             lines.append(f"{_nt(triple.subject)} {_nt(triple.predicate)} {_nt(triple.object)} .\n")
         return {"kind": "triples", "ntriples": "".join(lines)}
-    except SyntaxError as exc:
-        said = undeclared_prefix(str(exc), request["query"]) or str(exc)
-        return {"error": "query_syntax", "message": f"SPARQL syntax error: {said}"}
+    except SyntaxError as exc:  # said as the CLI says it: "(line L, column C)", a prefix named
+        err = syntax_error(str(exc), query=request["query"])
+        return {"error": "query_syntax", "message": str(err), "line": err.line, "column": err.column}
 
 
 def _too_many(max_rows: int) -> dict[str, Any]:

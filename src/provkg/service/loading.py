@@ -260,7 +260,7 @@ def _warn_shared(store: Store, graph: str) -> None:
     copies = shared_copies(store, graph)
     if copies:
         print(f"warning: {copies:,} {_noun(copies, 'copies')} of triples of {graph} are also in "
-              f"the default graph or other graphs; on {store.url} a query over all graphs "
+              f"the default graph or other graphs; on {display_url(store.url)} a query over all graphs "
               "matches such a triple once per graph, so COUNT / SUM / AVG count it again (use "
               "DISTINCT or GRAPH <...>, or keep each triple in one graph: `provkg load --graph G "
               "--replace` replaces a graph instead of adding another copy)", file=sys.stderr)
@@ -335,7 +335,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``provkg export FILE [--graph IRI]``."""
     with open_store(args.store, existing=True, read_only=True) as store:
         if store.snapshot:
-            print(f"note: {store.url} is in use by another process: exporting what it had "
+            print(f"note: {display_url(store.url)} is in use by another process: exporting what it had "
                   "written when this command started", file=sys.stderr)
         lines = export_store(store, args.file, graph=args.graph)
     what = f"triples of {args.graph}" if args.graph else "quads"

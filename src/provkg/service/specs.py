@@ -15,7 +15,7 @@ from provkg.errors import BadSpec, NotFound
 from provkg.service.ingest import spec_document, stored_specs
 from provkg.service.querying import format_rows
 from provkg.spec import Spec, load_spec, spec_changes
-from provkg.store import Rows, Store, open_store
+from provkg.store import Rows, Store, display_url, open_store
 
 __all__ = ["cmd_spec_list", "cmd_spec_show", "cmd_spec_validate", "compare_with_stored",
            "specs_in_store"]
@@ -29,7 +29,7 @@ def specs_in_store(store: Store) -> dict[str, Spec]:
 def _open(url: str) -> Store:
     store = open_store(url, existing=True, read_only=True)
     if store.snapshot:
-        print(f"note: {store.url} is in use by another process (an ingest or a server): "
+        print(f"note: {display_url(store.url)} is in use by another process (an ingest or a server): "
               "reading what it had written when this command started", file=sys.stderr)
     return store
 
@@ -45,7 +45,7 @@ def cmd_spec_list(args: argparse.Namespace) -> int:
          ", ".join(t.name for t in s.transformations if t.granularity == "summary") or None]
         for _, s in sorted(specs.items())])
     if not rows.rows and args.format == "table":
-        print(f"no spec in {store.url}: register one with `provkg ingest --spec FILE` "
+        print(f"no spec in {display_url(store.url)}: register one with `provkg ingest --spec FILE` "
               "or POST /v1/specs", file=sys.stderr)
         return 0
     print(format_rows(rows, args.format))
@@ -60,7 +60,7 @@ def cmd_spec_show(args: argparse.Namespace) -> int:
     spec = specs.get(args.workflow)
     if spec is None:
         known = ", ".join(sorted(specs)) or "none"
-        raise NotFound(f"no spec for workflow {args.workflow!r} in {store.url} "
+        raise NotFound(f"no spec for workflow {args.workflow!r} in {display_url(store.url)} "
                        f"(the store holds specs for: {known})")
     print(json.dumps(spec.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False))
     return 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout, StoreError
-from provkg.term import SPARQL_NOISE, Triple, escape_string, literal
+from provkg.term import SPARQL_NOISE, Triple, blank_noise, escape_string, literal
 from provkg.vocab import XSD
 
 __all__ = [
@@ -433,40 +433,50 @@ def has_dataset_clause(query: str) -> bool:
     return _FROM.search(SPARQL_NOISE.sub(" ", query)) is not None
 
 
-#: Oxigraph's message for an undeclared prefix lists every character it expected instead
-_PREFIX_NOT_FOUND = "Prefix not found"
-_PREFIXED_END = re.compile(r"([^\W\d][\w.-]*)?:[\w.%-]*$")  # \w: any letter (éte:)
+#: a prefixed name outside IRIs, strings and comments (``ex:s``, ``:x``, ``éte:Bar``)
+_PREFIXED_NAME = re.compile(r"(?<![\w?$:.@\\-])([^\W\d][\w.-]*)?:")
+_DEFINE = re.compile(r"\bdefine\s+\S+", re.IGNORECASE)
+_PREFIX_DECL = re.compile(r"\bPREFIX\s+([^\W\d][\w.-]*)?:", re.IGNORECASE)
 
 
 def undeclared_prefix(message: str, query: str) -> str | None:
-    """Oxigraph's message for an undeclared prefix, said as such (found by black-box testing:
-    it listed Unicode ranges and never named the prefix): the prefix is the prefixed name
-    that ends where the error is.
+    """For a query that does not parse, the first prefix it uses without declaring it, said
+    as such, with where it is (found by black-box testing: Oxigraph answered with the
+    characters it expected, "expected OPTIONAL", never naming the prefix); None when every
+    prefix is declared.
 
     >>> undeclared_prefix("error at 1:29: expected one of Prefix not found, ['%'], ...",
     ...                   "SELECT ?s WHERE { ?s foo:bar ?o }")
-    'error at 1:29: prefix foo: is not declared (add PREFIX foo: <IRI> before the query)'
+    'prefix foo: is not declared (add PREFIX foo: <IRI> before the query) at 1:22'
+    >>> undeclared_prefix("expected OPTIONAL", "PREFIX ex: <http://e/> SELECT * { ex:s ?p :x }")
+    'prefix : is not declared (add PREFIX : <IRI> before the query) at 1:43'
     """
-    if _PREFIX_NOT_FOUND not in message:
-        return None
-    m = re.search(r"\bat (\d+):(\d+)", message)
-    lines = query.splitlines()
-    if m is None or not 0 < int(m.group(1)) <= len(lines):
-        return None
-    before = lines[int(m.group(1)) - 1][:int(m.group(2)) - 1].rstrip()
-    name = _PREFIXED_END.search(before)
-    if name is None:
-        return None
-    prefix = name.group(1) or ""
-    return (f"error at {m.group(1)}:{m.group(2)}: prefix {prefix}: is not declared (add PREFIX "
-            f"{prefix}: <IRI> before the query)")
+    if "Virtuoso" in message and "namespace prefix" not in message:
+        return None  # Virtuoso declares many prefixes itself (bif:, xsd:...) and names the cause
+    # any other syntax error: an undeclared prefix is then the likeliest cause; Virtuoso's
+    # pragmas (define input:...) are no prefixed names
+    text = _DEFINE.sub(lambda m: " " * len(m.group(0)), blank_noise(query))
+    declared = {m.group(1) or "" for m in _PREFIX_DECL.finditer(text)}
+    for m in _PREFIXED_NAME.finditer(text):
+        prefix = m.group(1) or ""
+        if prefix in declared:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        return (f"prefix {prefix}: is not declared (add PREFIX {prefix}: <IRI> before the query) "
+                f"at {line}:{column}")
+    return None
 
 
 def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None) -> QuerySyntaxError:
     """A :class:`QuerySyntaxError` with the line and column found in a backend's message;
     with ``query``, an undeclared prefix is named."""
     if query is not None:
-        message = undeclared_prefix(message, query) or message
+        said = undeclared_prefix(message, query)
+        if said is not None:
+            where = re.search(r" at (\d+):(\d+)$", said)
+            return QuerySyntaxError(f"{what} syntax error: {said[:where.start()]}",
+                                    line=int(where.group(1)), column=int(where.group(2)))
     line = column = None
     for pattern in _LINE_COLUMN:
         m = pattern.search(message)

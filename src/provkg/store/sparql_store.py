@@ -420,11 +420,13 @@ class SparqlStore(Store):
                                  f"{body[:300]}") from exc
             if _VIRTUOSO_ERROR.search(body) and not _is_syntax_error(body):
                 raise query_failed(self.shown_url, _error_text(body, text)) from exc
-            if not _NOT_PARSED.search(body):  # a 400 for something else (a read-only endpoint
+            if not (_NOT_PARSED.search(body) or _VIRTUOSO_ERROR.search(body)):
+                # a 400 for something else (a read-only endpoint
                 # refusing an update, a row limit): the store's failure, not the query text's
                 raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
                                                             one_line=False)) from exc
-            raise syntax_error(_error_text(body, text) + self._kind_hint(body)) from exc
+            hint = self._kind_hint(body)  # another kind of server: that is the cause to say
+            raise syntax_error(_error_text(body, text) + hint, query=None if hint else text) from exc
         except EndPointNotFound as exc:
             raise StoreUnavailable(f"no SPARQL endpoint at {target} (HTTP 404"
                                    f"{_said(_body(exc))})") from exc
@@ -435,7 +437,7 @@ class SparqlStore(Store):
         except SPARQLWrapperException as exc:
             body = _body(exc)
             if _is_syntax_error(body):  # Virtuoso: 500 for some syntax errors
-                raise syntax_error(_error_text(body, text)) from exc
+                raise syntax_error(_error_text(body, text), query=text) from exc
             raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
                                                         one_line=False)) from exc
         except urllib.error.HTTPError as exc:  # codes SPARQLWrapper has no exception for
