@@ -94,6 +94,8 @@ def test_dataset_by_location_finds_every_value_stored_there(loaded):
     # the scheme and host in any case (RFC 3986): the same place (found by black-box testing)
     assert _trainings(run_query(loaded, "q4", {"dataset": DATA.replace("s3://bucket", "S3://BUCKET")}
                                 ).rows) == both
+    from provkg.term import location_form  # a UNC-style file://HOST/ too (black-box testing)
+    assert location_form("file://NAS01/Share/Data.h5") == location_form("file://nas01/Share/Data.h5")
 
 
 def test_q3_by_location_picks_the_best_model_over_every_value_there(loaded):

@@ -281,6 +281,8 @@ def _one_file_form(uri: str) -> str:
 
     >>> _one_file_form("HTTP://Me@Example.ORG:8080/A?B=1#F"), _one_file_form("S3://Bucket/Key")
     ('http://Me@example.org:8080/A?B=1#F', 's3://bucket/Key')
+    >>> _one_file_form("file://NAS01/Share/A.h5"), _one_file_form("http://%C3%89xample.org/%C3%9C")
+    ('file://nas01/Share/A.h5', 'http://%C3%89xample.org/%C3%9C')
     """
     if uri[:5].lower() != "file:":
         m = _SCHEME_HOST.match(uri)
@@ -289,10 +291,18 @@ def _one_file_form(uri: str) -> str:
         scheme, user, host = m.group(1), m.group(2), m.group(3)
         if host is None:
             return scheme.lower() + uri[m.end(1):]
-        return f"{scheme.lower()}//{user or ''}{host.lower()}{uri[m.end():]}"
+        return f"{scheme.lower()}//{user or ''}{_host_form(host)}{uri[m.end():]}"
     rest = uri[5:]
     if rest[:12].lower() == "//localhost/":
         rest = rest[11:]
     if rest.startswith("/") and not rest.startswith("//"):
         return "file://" + rest
+    if rest.startswith("//") and not rest.startswith("///"):  # file://HOST/share (UNC)
+        host, slash, path = rest[2:].partition("/")
+        return f"file://{_host_form(host)}{slash}{path}"
     return "file:" + rest
+
+
+def _host_form(host: str) -> str:
+    """A host in lower case, its %-escapes' hex digits in upper case (RFC 3986 §6.2.2.1)."""
+    return re.sub(r"%[0-9a-f]{2}", lambda m: m.group(0).upper(), host.lower())
