@@ -1025,3 +1025,23 @@ def test_an_empty_answer_for_a_workflow_without_a_spec_says_so(embedded_store):
         ingest_events(sprov, events, specs=[spec], schema="sprov")
         assert not any("no spec" in n for n in why_empty(sprov, "s2", {"workflow": "fl/C"},
                                                          schema="sprov"))
+
+
+def test_an_empty_answer_for_data_of_a_workflow_without_a_spec_says_so(embedded_store):
+    """Found by black-box testing: q4 by a dataset of runs stored without a spec answered
+    nothing and said nothing (p1, by the workflow, said it)."""
+    from provkg.service.ingest import ingest_events
+    from provkg.service.querying import run_query, why_empty
+
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "nospec"},
+              {"type": "task", "event": "begin", "id": "t", "time": 1.0, "workflow_id": "r",
+               "transformation": "training",
+               "used": [{"name": "train_set", "location": "file:///data/ns.h5"}]}]
+    ingest_events(embedded_store, events)
+    params = {"dataset": "file:///data/ns.h5"}
+    assert run_query(embedded_store, "q4", params).rows == []
+    notes = why_empty(embedded_store, "q4", params, schema="typed")
+    assert any("belongs to runs of a workflow whose spec the store does not hold" in n
+               for n in notes), notes
+    d3 = why_empty(embedded_store, "d3", {"training": "t"}, schema="typed")
+    assert any("belongs to runs of a workflow whose spec" in n for n in d3), d3

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from provkg.errors import BadParameter, QuerySyntaxError
-from provkg.mapper.terms import PL
+from provkg.mapper.terms import P, PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.ingest import schemas_in_store
@@ -114,6 +114,16 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for it, "
                          "so they are stored as plain PROVLake, which the canned queries do not "
                          "read as stages and measures: register its spec (`provkg ingest --spec "
+                         "FILE`, or POST /v1/specs) and the stored runs are typed")
+        elif p.type in ("data", "task") and store.ask(
+                f"ASK {{ VALUES ?x {{ {terms} }} {{ ?t {P.used} ?x }} UNION {{ ?x {P.wasGeneratedBy} ?t }} "
+                f"UNION {{ BIND(?x AS ?t) }} "
+                f"?t {P.wasInfluencedBy} ?tr FILTER NOT EXISTS {{ ?tr ?p ?o }} }}"):
+            # the same for data or a task of such runs (black-box testing: q4 by a dataset of
+            # a workflow without a spec answered nothing, and said nothing)
+            notes.append(f"{values[p.name]!r} (parameter {p.name}) belongs to runs of a workflow "
+                         "whose spec the store does not hold, stored as plain PROVLake, which the "
+                         "canned queries do not read: register its spec (`provkg ingest --spec "
                          "FILE`, or POST /v1/specs) and the stored runs are typed")
     notes += unknown_attributes(store, name, params)
     if not notes and isinstance(values.get("hyperparameter"), str) and "value" in values:
