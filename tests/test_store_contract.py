@@ -487,3 +487,16 @@ def test_an_undeclared_non_ascii_prefix_is_named_whole(embedded_store) -> None:
 
     with pytest.raises(QuerySyntaxError, match="prefix éte: is not declared"):
         embedded_store.select("SELECT ?s WHERE { ?s a éte:Bar }")
+
+
+def test_a_query_that_stops_parsing_is_shown_where_not_as_a_list_of_characters(embedded_store) -> None:
+    """Found by black-box testing: Oxigraph's message for an unbalanced FILTER( listed five
+    lines of Unicode ranges it expected."""
+    from provkg.errors import QuerySyntaxError
+
+    with pytest.raises(QuerySyntaxError) as info:
+        embedded_store.select("SELECT * WHERE {\n  ?s ?p ?o FILTER(\n")
+    said = str(info.value)
+    assert "\\u{" not in said and len(said) < 300, said
+    if "does not parse" in said:  # Oxigraph's stores; rdflib names what it expected itself
+        assert '?s ?p ?o FILTER(" ⟵ (end of the query)' in said

@@ -468,6 +468,30 @@ def undeclared_prefix(message: str, query: str) -> str | None:
     return None
 
 
+#: Oxigraph's parser lists every character it would have taken instead (Unicode ranges)
+_EXPECTED_LIST = "expected one of"
+
+
+def _near(query: str, line: int, column: int) -> str | None:
+    """Where a query stops parsing, shown as its text around that point (found by black-box
+    testing: Oxigraph's list of expected character ranges told a user nothing).
+
+    >>> _near("SELECT * WHERE { ?s ?p ?o FILTER(", 1, 34)
+    'the query does not parse from here: "WHERE { ?s ?p ?o FILTER(" ⟵ (end of the query)'
+    """
+    lines = query.rstrip().splitlines()
+    if not 0 < line or not lines:
+        return None
+    if line > len(lines):  # past the last line: the query ended too soon
+        line, column = len(lines), len(lines[-1]) + 1
+    text = lines[line - 1]
+    before = text[max(0, column - 1 - 24):column - 1].lstrip()
+    after = text[column - 1:column - 1 + 24]
+    if not after.strip() and line == len(lines):
+        return f'the query does not parse from here: "{before}" ⟵ (end of the query)'
+    return f'the query does not parse from here: "{before}" ⟵ "{after}"'
+
+
 def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None) -> QuerySyntaxError:
     """A :class:`QuerySyntaxError` with the line and column found in a backend's message;
     with ``query``, an undeclared prefix is named."""
@@ -486,6 +510,8 @@ def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None
             if pattern is _LINE_COLUMN[0]:  # said once, as "(line L, column C)" below
                 message = _OXIGRAPH_AT.sub("", message, count=1)
             break
+    if query is not None and line is not None and column is not None and _EXPECTED_LIST in message:
+        message = _near(query, line, column) or message
     text = f"{what} syntax error: {message.strip()}"
     if column is None:  # line only (Virtuoso): keep the message free of "column None"
         exc = QuerySyntaxError(text)
