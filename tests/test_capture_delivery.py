@@ -300,11 +300,17 @@ def test_a_wall_clock_stepped_back_does_not_hold_events(tmp_path, monkeypatch):
 
 
 class RefusingSlowSink:
-    """Refuses every event, as too large (a misconfigured proxy's 413), slowly."""
+    """Refuses every event for what it holds (HTTP 422), slowly; or, ``too_large``, as a
+    proxy whose body limit is set too low (413 for anything)."""
+
+    def __init__(self, *, too_large: bool = False) -> None:
+        self.too_large = too_large
 
     def send(self, events):
         time.sleep(0.005)
-        raise SinkRejected("HTTP 413: body too large", too_large=True)
+        if self.too_large:
+            raise SinkRejected("HTTP 413: body too large", too_large=True)
+        raise SinkRejected("HTTP 422: not valid", by_event=True)
 
     def close(self):
         pass
@@ -326,3 +332,16 @@ def test_an_event_close_spooled_is_not_also_set_aside_as_refused(tmp_path):
     assert not set(rejected) & set(spooled)
     assert set(rejected) | set(spooled) == expected_keys(wf.id, ids)
     assert wf.emitter.spool.rejected_events == len(rejected)
+
+
+def test_a_receiver_refusing_even_small_events_as_too_large_keeps_them_in_the_spool(tmp_path, caplog):
+    """Found by black-box testing: a receiver answering 413 to everything got one request per
+    event and left two files per event in rejected/ (a million for a 500k-event run)."""
+    spool = tmp_path / "spool"
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("proxy-413", sink=RefusingSlowSink(too_large=True), spool=spool,
+                              flush_timeout=1, linger=0.01) as wf:
+            ids = [wf.task("step", index=i).begin().id for i in range(60)]
+    assert not (spool / "rejected").exists() or not list((spool / "rejected").iterdir())
+    assert set(_spooled(spool)) == expected_keys(wf.id, ids)
+    assert "refuses even a single small event as too large" in caplog.text
