@@ -34,7 +34,7 @@ from typing import Any
 
 from provkg.capture.encoding import encode_event, encode_events, expand_events, loads_exact
 from provkg.capture.report import logger, report_once
-from provkg.capture.sink import Sink, SinkRejected, send_in_halves
+from provkg.capture.sink import Sink, send_in_halves
 from provkg.capture.spool import Spool
 
 __all__ = ["Emitter"]
@@ -382,26 +382,16 @@ class Emitter:
             return self._abandoned  # ... it did: what this thread holds is spooled already
 
         def deliver(part: list[Any]) -> None:
-            try:
-                if self._send_lines is not None:
-                    self._send_lines(part, run_id=self.run_id)
-                else:
-                    self.sink.send(part)
-            except SinkRejected as exc:
-                if exc.too_large and len(part) == 1 and _size(part[0]) < _SMALL_EVENT:
-                    # "too large" for one small event: a receiver (a proxy's body limit) that
-                    # takes nothing; kept and retried like a receiver away, not set aside one
-                    # file per event (found by black-box testing: a million files)
-                    raise ConnectionError(f"the receiver refuses even a single small event as "
-                                          f"too large ({exc}): is a proxy's body limit set too "
-                                          "low?") from exc
-                raise
+            if self._send_lines is not None:
+                self._send_lines(part, run_id=self.run_id)
+            else:
+                self.sink.send(part)
 
         # a custom sink's CancelledError is a failure like any other
         unsent, failure = send_in_halves(
             batch, deliver, refused=self._refused_part,
             delivered=lambda part: self._delivered(len(part)), before=before,
-            failures=BaseException)
+            failures=BaseException, size=_size)
         if failure is not None:
             self._failed(failure)  # ``unsent`` stays in ``_inflight`` until the caller spooled it
         return unsent
@@ -472,10 +462,6 @@ class Emitter:
         report_once(("rejected", str(exc)[:300]), f"the receiver refused {what}: {exc} (kept in "
                     f"{path if path is not None else 'no file: the spool is not writable'})",
                     level=logging.ERROR)
-
-
-#: an event this small refused as "too large" means the receiver takes nothing (see _send)
-_SMALL_EVENT = 64 * 1024
 
 
 def _size(event: bytes | dict[str, Any]) -> int:

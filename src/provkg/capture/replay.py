@@ -120,7 +120,8 @@ def _send(sink: Any, send_lines: Any, batch: list[_Item], refused: list[tuple[by
         report.events += len(part)
 
     unsent, failure = send_in_halves(batch, lambda part: _deliver(sink, send_lines, part),
-                                     refused=set_aside, delivered=delivered)
+                                     refused=set_aside, delivered=delivered,
+                                     size=lambda item: len(item[0]))
     return unsent, failure  # type: ignore[return-value]
 
 

@@ -57,11 +57,16 @@ class SinkRejected(Exception):
         return self.too_large or self.by_event
 
 
+#: an event this small that a receiver calls too large (413) means it takes nothing
+SMALL_EVENT = 64 * 1024
+
+
 def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
                    refused: Callable[[list[Any], SinkRejected], object],
                    delivered: Callable[[list[Any]], object],
                    before: Callable[[list[list[Any]]], bool] | None = None,
                    failures: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+                   size: Callable[[Any], int] | None = None,
                    ) -> tuple[list[Any], BaseException | None]:
     """Deliver ``batch`` with ``deliver(part)``. A part the receiver refuses as too large or
     for what some of its items hold (:attr:`SinkRejected.divisible`) is sent in halves, down
@@ -69,7 +74,12 @@ def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
     what arrived. ``before(stack)`` sees the parts still to send (the next one last) before
     each attempt and may return True to stop there. One of ``failures`` (the receiver is away)
     stops the delivery: returns the items not delivered, in order, and the exception; else
-    ``([], None)``. The live sender and ``provkg replay`` share this."""
+    ``([], None)``. The live sender and ``provkg replay`` share this.
+
+    With ``size`` (an item's encoded bytes): one item under ``SMALL_EVENT`` refused as too large
+    stops the delivery too, as a receiver that is away: it takes nothing (a proxy's body limit
+    set too low), and setting aside every event one request and two files at a time would
+    lose them all (found by black-box testing)."""
     parts = [batch] if batch else []  # a stack: the next part to send is the last
     while parts:
         if before is not None and before(parts):
@@ -81,6 +91,12 @@ def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
             if exc.divisible and len(part) > 1:
                 mid = len(part) // 2
                 parts += (part[mid:], part[:mid])
+            elif exc.too_large and size is not None and len(part) == 1 and size(part[0]) < SMALL_EVENT:
+                parts.append(part)
+                away = ConnectionError(f"the receiver refuses even a single small event as too "
+                                       f"large ({exc}): is a proxy's body limit set too low?")
+                away.__cause__ = exc
+                return [item for p in reversed(parts) for item in p], away
             else:
                 refused(part, exc)
         except failures as exc:
