@@ -1045,3 +1045,17 @@ def test_an_empty_answer_for_data_of_a_workflow_without_a_spec_says_so(embedded_
                for n in notes), notes
     d3 = why_empty(embedded_store, "d3", {"training": "t"}, schema="typed")
     assert any("belongs to runs of a workflow whose spec" in n for n in d3), d3
+    # data of a workflow WITH a spec, in the same store: no such note (black-box testing: it
+    # appeared as soon as any other workflow had no spec)
+    from provkg.spec import parse_spec
+
+    spec = parse_spec("workflow: typed\nphase: learning\ntransformations:\n"
+                      "  - {name: training, kind: training, used: [{name: train_set, role: dataset}]}\n")
+    ingest_events(embedded_store, [
+        {"type": "workflow", "event": "begin", "id": "r2", "time": 1.0, "workflow": "typed"},
+        {"type": "task", "event": "begin", "id": "t2", "time": 1.0, "workflow_id": "r2",
+         "transformation": "training", "used": [{"name": "train_set", "location": "file:///data/ok.h5"}]}],
+        specs=[spec])
+    for name, given in (("q4", {"dataset": "file:///data/ok.h5"}), ("d3", {"training": "t2"})):
+        assert not any("whose spec" in n for n in why_empty(embedded_store, name, given,
+                                                            schema="typed")), name

@@ -116,9 +116,10 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                          "read as stages and measures: register its spec (`provkg ingest --spec "
                          "FILE`, or POST /v1/specs) and the stored runs are typed")
         elif p.type in ("data", "task") and store.ask(
-                f"ASK {{ VALUES ?x {{ {terms} }} {{ ?t {P.used} ?x }} UNION {{ ?x {P.wasGeneratedBy} ?t }} "
-                f"UNION {{ BIND(?x AS ?t) }} "
-                f"?t {P.wasInfluencedBy} ?tr FILTER NOT EXISTS {{ ?tr ?p ?o }} }}"):
+                f"ASK {{ VALUES ?x {{ {terms} }} "
+                + (f"{{ ?t {P.used} ?x }} UNION {{ ?x {P.wasGeneratedBy} ?t }} "
+                   f"?t {P.wasInfluencedBy} ?tr " if p.type == "data" else f"?x {P.wasInfluencedBy} ?tr ")
+                + "FILTER NOT EXISTS { ?tr ?p ?o } }"):
             # the same for data or a task of such runs (black-box testing: q4 by a dataset of
             # a workflow without a spec answered nothing, and said nothing)
             notes.append(f"{values[p.name]!r} (parameter {p.name}) belongs to runs of a workflow "
