@@ -500,3 +500,18 @@ def test_a_query_that_stops_parsing_is_shown_where_not_as_a_list_of_characters(e
     assert "\\u{" not in said and len(said) < 300, said
     if "does not parse" in said:  # Oxigraph's stores; rdflib names what it expected itself
         assert '?s ?p ?o FILTER(" ⟵ (end of the query)' in said
+
+
+def test_rdflib_names_the_empty_prefix_and_does_not_blame_a_declared_one() -> None:
+    """Found by black-box testing: rdflib's empty prefix was named "None:", and a prefix
+    declared for the same IRI as another (which rdflib forgets) was called undeclared."""
+    from provkg.errors import QuerySyntaxError, StoreError
+    from provkg.store import open_store
+
+    with open_store("rdflib:") as store:
+        with pytest.raises(QuerySyntaxError, match=r"prefix : is not declared"):
+            store.select("SELECT * WHERE { :a ?p ?o }")
+        with pytest.raises(StoreError, match="two PREFIX lines name the same IRI") as info:
+            store.select("PREFIX ex: <https://example.org/x#>\nPREFIX : <https://example.org/x#>\n"
+                         "SELECT * WHERE { ?s ex:p ?o }")
+        assert not isinstance(info.value, QuerySyntaxError)

@@ -299,7 +299,7 @@ def export_store(store: Store, target: str, *, graph: str | None = None) -> int:
     try:
         with open(partial, "wb") as raw:
             # the name in the gzip header is the file's, not the temporary one's (gunzip -N)
-            out = (gzip.GzipFile(filename=path.name.removesuffix(".gz").removesuffix(".GZ"),
+            out = (gzip.GzipFile(filename=path.name[:-3],  # without .gz in any case
                                  fileobj=raw, mode="wb", mtime=0, compresslevel=6) if compressed else raw)
             counter = _LineCounter(out)
             store.dump(counter, graph=graph)  # type: ignore[arg-type]

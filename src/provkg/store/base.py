@@ -439,6 +439,11 @@ _DEFINE = re.compile(r"\bdefine\s+\S+", re.IGNORECASE)
 _PREFIX_DECL = re.compile(r"\bPREFIX\s+([^\W\d][\w.-]*)?:", re.IGNORECASE)
 
 
+def declared_prefixes(query: str) -> set[str]:
+    """The prefixes a query declares (``PREFIX ex: <...>``; ``""`` for ``PREFIX : <...>``)."""
+    return {m.group(1) or "" for m in _PREFIX_DECL.finditer(blank_noise(query))}
+
+
 def undeclared_prefix(message: str, query: str) -> str | None:
     """For a query that does not parse, the first prefix it uses without declaring it, said
     as such, with where it is (found by black-box testing: Oxigraph answered with the

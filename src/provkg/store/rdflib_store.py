@@ -31,6 +31,7 @@ from provkg.store.base import (
     SPARQL_PARSER_LOCK,
     Rows,
     Store,
+    declared_prefixes,
     ntriples_bytes,
     ntriples_term,
     python_value,
@@ -212,10 +213,14 @@ class RdflibStore(Store):
             raise syntax_error(_pyparsing_message(exc)) from exc
         except Exception as exc:  # rdflib's query engine raises assorted types
             prefix = _UNKNOWN_PREFIX.search(str(exc))
-            if prefix is not None:  # the query's mistake, said as Oxigraph's is (black-box testing)
-                raise QuerySyntaxError(f"SPARQL syntax error: prefix {prefix.group(1)}: is not "
-                                       f"declared (add PREFIX {prefix.group(1)}: <IRI> before the "
-                                       "query)") from exc
+            if prefix is not None:
+                name = "" if prefix.group(1) == "None" else prefix.group(1)  # the empty prefix
+                if name not in declared_prefixes(query):  # the query's mistake (black-box testing)
+                    raise QuerySyntaxError(f"SPARQL syntax error: prefix {name}: is not declared "
+                                           f"(add PREFIX {name}: <IRI> before the query)") from exc
+                # declared: rdflib loses a prefix declared for the same IRI as another one
+                raise StoreError(f"rdflib could not run the query: {exc} (rdflib forgets a "
+                                 "prefix when two PREFIX lines name the same IRI: keep one)") from exc
             raise StoreError(f"rdflib could not run the query: {exc}") from exc
 
     def _parse(self, parse: Callable[[Graph], object], *, graph: str | None,
