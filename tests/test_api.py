@@ -346,3 +346,19 @@ def test_sparql_takes_a_bom_refuses_bad_utf8_and_names_an_undeclared_prefix(serv
     prefix = server.http.get("/v1/sparql", params={"query": "SELECT ?s WHERE { ?s foo:bar ?o }"})
     assert prefix.status_code == 400
     assert "prefix foo: is not declared" in prefix.json()["detail"], prefix.text
+
+
+def test_a_syntax_error_reads_the_same_from_the_api_as_from_the_cli(server: ApiServer, tmp_path,
+                                                                     capsys) -> None:
+    """Found by black-box testing: the API said rdflib's "Expected SelectQuery (column 27)"
+    where `provkg sparql` on the same store said where Oxigraph stopped (column 42)."""
+    from provkg.cli import main
+
+    query = "SELECT * WHERE { ?s ?p ?o FILTER(?o = ) }"
+    answer = server.http.get("/v1/sparql", params={"query": query})
+    assert answer.status_code == 400
+    path = tmp_path / "q.rq"
+    path.write_text(query)
+    assert main(["sparql", str(path), "--store", "memory:"]) == 1
+    cli = capsys.readouterr().err
+    assert answer.json()["detail"] in cli, (answer.json()["detail"], cli)
