@@ -33,9 +33,9 @@ import orjson
 import pyoxigraph as ox
 
 from provkg.store.base import syntax_error
-from provkg.term import blank_noise
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
+from provkg.term import blank_noise
 
 __all__ = ["answer", "main"]
 
