@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from provkg.errors import BadEvent
-from provkg.term import is_valid_iri, location_form
+from provkg.term import is_valid_iri, json_size, location_form
 
 __all__ = [
     "FORMAT", "MAX_VALUE_DEPTH", "MAX_TIME", "NotJson", "Value",
@@ -138,15 +138,6 @@ def _too_large(size: int, what: str) -> str:
     return (f"{what} of {size:,} bytes is too large to store as one value (limit "
             f"{MAX_VALUE_BYTES:,} bytes as UTF-8 JSON): keep big content in a file and record "
             "its location (capture.ref)")
-
-
-def json_size(v: Any) -> int:
-    """The UTF-8 bytes of a list (or any JSON value) as compact JSON: what one RDF literal of
-    it holds (``MAX_VALUE_BYTES``)."""
-    try:
-        return len(orjson.dumps(v))
-    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits
-        return len(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def _check_value(v: Any) -> Any:

@@ -14,7 +14,10 @@ import re
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path, PurePath, PureWindowsPath
+from typing import Any
 from urllib.parse import quote, urlsplit
+
+import orjson
 
 from provkg.errors import BadParameter
 from provkg.vocab import DEFAULT_BASE, RDF, XSD
@@ -22,7 +25,7 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
     "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise",
-    "location_form", "path_location",
+    "location_form", "path_location", "json_size",
 ]
 
 #: (subject, predicate, object), each an N-Triples term
@@ -306,3 +309,13 @@ def _one_file_form(uri: str) -> str:
 def _host_form(host: str) -> str:
     """A host in lower case, its %-escapes' hex digits in upper case (RFC 3986 §6.2.2.1)."""
     return re.sub(r"%[0-9a-f]{2}", lambda m: m.group(0).upper(), host.lower())
+
+
+def json_size(value: Any) -> int:
+    """The UTF-8 bytes of a JSON value (a list, an environment) as compact JSON: the size of the
+    one literal it is stored as (``provkg.events.MAX_VALUE_BYTES``)."""
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+                   .encode("utf-8", "surrogatepass"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
-import json
 import math
 import operator
 import re
@@ -27,10 +26,8 @@ from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 from urllib.parse import quote
 
-import orjson
-
 from provkg.capture.report import report_once
-from provkg.term import is_valid_iri, location_form, path_location
+from provkg.term import is_valid_iri, json_size, location_form, path_location
 
 __all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
            "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI",
@@ -414,7 +411,7 @@ def _fit(value: Any, name: str) -> Any:
             return _LEFT_OUT
         # numbers alone stay far below the limit (MAX_ITEMS of them: ~250 KB); strings may not
         if any(type(x) is str or type(x) is list for x in fitted):
-            size = _json_size(fitted)
+            size = json_size(fitted)
             if size > MAX_VALUE_BYTES:  # the server refuses it (one RDF literal holds so much)
                 report_once(("list-too-large", name), f"value {name!r} not captured: a list of "
                             f"{size:,} bytes as JSON (limit {MAX_VALUE_BYTES:,}): write it to a "
@@ -422,13 +419,6 @@ def _fit(value: Any, name: str) -> Any:
                 return _LEFT_OUT
         return fitted
     return value
-
-
-def _json_size(value: list[Any]) -> int:
-    try:
-        return len(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 class _Unfit(Exception):
