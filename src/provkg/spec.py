@@ -58,7 +58,9 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "parse_stored_spec",
+    "ok_line",
     "spec_changes",
+    "validate_files",
 ]
 
 KINDS = ("transformation", "training", "validation", "evaluation", "section",
@@ -661,21 +663,32 @@ def _transformation_changes(old: Transformation, new: Transformation) -> str:
     return "; ".join(out) or "description"
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    """``provkg spec validate FILE...``: print every problem of every file; exit 1 if any."""
-    failed = False
-    for f in args.files:
+def validate_files(files: list[str]) -> tuple[list[tuple[str, Spec]], bool]:
+    """Load each spec file, printing every problem as ``error: ...`` on stderr: (the files
+    that are valid with their specs, whether any was not)."""
+    valid, failed = [], False
+    for f in files:
         try:
-            spec = load_spec(f)
+            valid.append((f, load_spec(f)))
         except BadSpec as exc:
             failed = True
             for line in getattr(exc, "problems", [str(exc)]):
                 print(f"error: {line}", file=sys.stderr)
-            continue
         except NotFound as exc:
             failed = True
             print(f"error: {exc}", file=sys.stderr)
-            continue
-        print(f"{f}: ok (workflow {spec.workflow!r}, phase {spec.phase}, "
-              f"{len(spec.transformations)} transformations)")
+    return valid, failed
+
+
+def ok_line(path: str, spec: Spec) -> str:
+    """``FILE: ok (workflow 'w', phase p, N transformations)``."""
+    return (f"{path}: ok (workflow {spec.workflow!r}, phase {spec.phase}, "
+            f"{len(spec.transformations)} transformations)")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``provkg spec validate FILE...``: print every problem of every file; exit 1 if any."""
+    valid, failed = validate_files(args.files)
+    for f, spec in valid:
+        print(ok_line(f, spec))
     return 1 if failed else 0

@@ -11,10 +11,10 @@ import argparse
 import json
 import sys
 
-from provkg.errors import BadSpec, NotFound
+from provkg.errors import NotFound
 from provkg.service.ingest import spec_document, stored_specs
 from provkg.service.querying import format_rows
-from provkg.spec import Spec, load_spec, spec_changes
+from provkg.spec import Spec, ok_line, spec_changes, validate_files
 from provkg.store import Rows, Store, display_url, open_store
 
 __all__ = ["cmd_spec_list", "cmd_spec_show", "cmd_spec_validate", "compare_with_stored",
@@ -79,23 +79,10 @@ def compare_with_stored(spec: Spec, stored: Spec | None) -> str:
 def cmd_spec_validate(args: argparse.Namespace) -> int:
     """``provkg spec validate FILE... --store URL``: validate, then compare each valid spec
     with the one the store holds for its workflow (nothing is written)."""
-    specs: list[tuple[str, Spec]] = []
-    failed = False
-    for f in args.files:
-        try:
-            specs.append((f, load_spec(f)))
-        except BadSpec as exc:
-            failed = True
-            for line in getattr(exc, "problems", [str(exc)]):
-                print(f"error: {line}", file=sys.stderr)
-        except NotFound as exc:
-            failed = True
-            print(f"error: {exc}", file=sys.stderr)
+    specs, failed = validate_files(args.files)
     if specs:
         with _open(args.store) as store:
             stored = specs_in_store(store)
         for f, spec in specs:
-            print(f"{f}: ok (workflow {spec.workflow!r}, phase {spec.phase}, "
-                  f"{len(spec.transformations)} transformations); "
-                  f"{compare_with_stored(spec, stored.get(spec.workflow))}")
+            print(f"{ok_line(f, spec)}; {compare_with_stored(spec, stored.get(spec.workflow))}")
     return 1 if failed else 0
