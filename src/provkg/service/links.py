@@ -19,7 +19,7 @@ from urllib.parse import quote, unquote
 from provkg.errors import NotFound
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.store import Store, open_store
-from provkg.term import (datetime_literal, id_from_iri, iri, is_valid_iri, literal,
+from provkg.term import (Triple, datetime_literal, id_from_iri, iri, is_valid_iri, literal,
                          location_form, mint_iri, path_location)
 from provkg.vocab import DEFAULT_BASE, XSD
 
@@ -49,18 +49,22 @@ def _link(store: Store, values: list[str], value_id: str, target: str, *, agent:
           when: float | None, base: str) -> str:
     """Record the link of ``values`` (found for ``value_id``) to ``target``; the assertion's IRI."""
     target_term = iri(target)
-    who = agent or os.environ.get("USER") or getpass.getuser()
-    at = time.time() if when is None else when
-    stamp = datetime_literal(at)
-    assertion = mint_iri("link", value_id, target, stamp.split('"')[1], base=base)
-    a, person = iri(assertion), iri(mint_iri("agent", who, base=base))
-    store.add([
-        *((value, PL.denotes, target_term) for value in values),
-        (a, A, PK.LinkAssertion), *((a, PK.linkedValue, value) for value in values),
-        (a, PK.linkedTo, target_term), (a, PK.assertedBy, person), (a, PK.assertedAt, stamp),
-        (person, A, P.Agent), (person, LABEL, literal(who)),
-    ])
+    assertion, record = _record("link", PK.LinkAssertion, values, value_id, target_term,
+                                agent=agent, when=when, base=base)
+    store.add([*((value, PL.denotes, target_term) for value in values), *record])
     return assertion
+
+
+def _record(kind: str, cls: str, values: list[str], value_id: str, target_term: str, *,
+            agent: str | None, when: float | None, base: str) -> tuple[str, list[Triple]]:
+    """(IRI, triples) of the record of a link made or taken back: who, when, which values."""
+    who = agent or os.environ.get("USER") or getpass.getuser()
+    stamp = datetime_literal(time.time() if when is None else when)
+    record = mint_iri(kind, value_id, target_term[1:-1], stamp.split('"')[1], base=base)
+    r, person = iri(record), iri(mint_iri("agent", who, base=base))
+    return record, [(r, A, cls), *((r, PK.linkedValue, v) for v in values),
+                    (r, PK.linkedTo, target_term), (r, PK.assertedBy, person),
+                    (r, PK.assertedAt, stamp), (person, A, P.Agent), (person, LABEL, literal(who))]
 
 
 def unlink_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
@@ -84,13 +88,9 @@ def unlink_value(store: Store, value_id: str, target: str, *, agent: str | None 
         raise NotFound(f"{value_id!r} does not link to {target} (provkg check-links and "
                        "provkg sparql show the links there are)")
     store.update("DELETE DATA { " + " ".join(f"{v} {PL.denotes} {target_term} ." for v in linked) + " }")
-    who = agent or os.environ.get("USER") or getpass.getuser()
-    stamp = datetime_literal(time.time() if when is None else when)
-    record = mint_iri("unlink", value_id, target, stamp.split('"')[1], base=base)
-    r, person = iri(record), iri(mint_iri("agent", who, base=base))
-    store.add([(r, A, PK.LinkRetraction), *((r, PK.linkedValue, v) for v in linked),
-               (r, PK.linkedTo, target_term), (r, PK.assertedBy, person), (r, PK.assertedAt, stamp),
-               (person, A, P.Agent), (person, LABEL, literal(who))])
+    record, triples = _record("unlink", PK.LinkRetraction, linked, value_id, target_term,
+                              agent=agent, when=when, base=base)
+    store.add(triples)
     return record, linked
 
 
