@@ -80,6 +80,10 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
     return Rows(list(query.columns), finished)
 
 
+#: what the no-spec notes of why_empty say next
+_PLAIN_RUNS = ("so they are stored as plain PROVLake, which the canned queries do not read as "
+               "stages and measures: register its spec (`provkg ingest --spec FILE`, or POST "
+               "/v1/specs) and the stored runs are typed")
 _WHAT = {"data": "captured value (id or location)", "task": "task id",
          "workflow": "workflow (spec name)"}
 
@@ -111,10 +115,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                 f"ASK {{ {term_for(p, values[p.name], base=base)} ?p ?o }}"):  # the spec's own triples, any schema
             # its runs are there, mapped as plain PROVLake (found by black-box testing: p1
             # answered nothing, and said nothing)
-            notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for it, "
-                         "so they are stored as plain PROVLake, which the canned queries do not "
-                         "read as stages and measures: register its spec (`provkg ingest --spec "
-                         "FILE`, or POST /v1/specs) and the stored runs are typed")
+            notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for "
+                         f"it, {_PLAIN_RUNS}")
         elif p.type in ("data", "task") and store.ask(
                 f"ASK {{ VALUES ?x {{ {terms} }} "
                 + (f"{{ ?t {P.used} ?x }} UNION {{ ?x {P.wasGeneratedBy} ?t }} "
@@ -123,9 +125,7 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             # the same for data or a task of such runs (black-box testing: q4 by a dataset of
             # a workflow without a spec answered nothing, and said nothing)
             notes.append(f"{values[p.name]!r} (parameter {p.name}) belongs to runs of a workflow "
-                         "whose spec the store does not hold, stored as plain PROVLake, which the "
-                         "canned queries do not read: register its spec (`provkg ingest --spec "
-                         "FILE`, or POST /v1/specs) and the stored runs are typed")
+                         f"whose spec the store does not hold, {_PLAIN_RUNS}")
     notes += unknown_attributes(store, name, params)
     if not notes and isinstance(values.get("hyperparameter"), str) and "value" in values:
         notes += _unrecorded_value(store, values["hyperparameter"], values["value"])

@@ -32,7 +32,6 @@ Messages show store URLs through :func:`display_url`, which hides passwords.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from pathlib import Path
 

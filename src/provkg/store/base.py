@@ -461,7 +461,7 @@ def undeclared_prefix(message: str, query: str) -> str | None:
     # any other syntax error: an undeclared prefix is then the likeliest cause; Virtuoso's
     # pragmas (define input:...) are no prefixed names
     text = _DEFINE.sub(lambda m: " " * len(m.group(0)), blank_noise(query))
-    declared = {m.group(1) or "" for m in _PREFIX_DECL.finditer(text)}
+    declared = declared_prefixes(query)
     for m in _PREFIXED_NAME.finditer(text):
         prefix = m.group(1) or ""
         if prefix in declared:
