@@ -104,6 +104,19 @@ def test_bad_sink_url_is_logged_and_events_are_spooled(tmp_path, caplog):
     assert len([e for seg in spool_segments(tmp_path / "s") for e in read_segment(seg)]) == 4
 
 
+@pytest.mark.parametrize("url", ["mqtt://127.0.0.1:1/pk?compresion=gzip",
+                                 "http://127.0.0.1:1?compresion=gzip", "file:{dir}?compresion=gzip"])
+def test_unknown_sink_url_option_is_named_and_events_are_spooled(tmp_path, caplog, url):
+    # a typo in an option was silently ignored (events went out uncompressed); the listener
+    # refuses the same URL
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("typo", sink=url.format(dir=tmp_path / "out"), spool=tmp_path / "s",
+                              flush_timeout=1) as wf:
+            wf.task("t").end()
+    assert "option 'compresion' is unknown (known: compression)" in caplog.text
+    assert len([e for seg in spool_segments(tmp_path / "s") for e in read_segment(seg)]) == 4
+
+
 def test_full_queue_spills_to_the_spool_without_blocking(tmp_path):
     sink = StuckSink()
     wf = capture.workflow("spill", sink=sink, spool=tmp_path / "spool", max_queue=1_000,

@@ -22,11 +22,12 @@ import os
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
 from provkg.capture.report import report_once
+from provkg.capture.sink import url_options
 from provkg.capture.spool import write_all
 
 __all__ = ["FileSink", "COMPRESSIONS"]
@@ -87,8 +88,7 @@ class FileSink:
         path = unquote(parts.netloc + parts.path) if parts.netloc else unquote(parts.path)
         if not path:
             raise ValueError(f"file sink URL {url!r} names no directory (expected file:DIR)")
-        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        compression = options.get("compression") or None
+        compression = url_options(parts.query, ("compression",), "file sink").get("compression") or None
         # `file:~/events` is the home folder, as capture.ref("~/x") is (black-box testing: a
         # folder named "~" was made in the working directory)
         return cls(os.path.expanduser(path), compression=None if compression == "none" else compression)

@@ -18,13 +18,13 @@ import os
 import threading
 import time
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 
 from provkg.capture.encoding import FORMAT, envelope
 from provkg.capture.report import report_once, shown_url
-from provkg.capture.sink import SinkRejected
+from provkg.capture.sink import SinkRejected, url_options
 
 __all__ = ["HttpSink", "FORMAT", "encode_batch", "compress"]
 
@@ -85,8 +85,8 @@ class HttpSink:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"HTTP sink URL {shown_url(url)!r} must look like http://HOST:PORT")
-        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        compression = options.get("compression", compression)
+        compression = url_options(parts.query, ("compression",), "HTTP sink").get(
+            "compression", compression)
         if compression == "none":
             compression = None
         if compression not in (None, "gzip", "zstd"):

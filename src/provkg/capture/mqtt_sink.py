@@ -12,11 +12,12 @@ import os
 import threading
 import uuid
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from provkg.capture.encoding import envelope
 from provkg.capture.http_sink import compress, encode_batch
 from provkg.capture.report import shown_url
+from provkg.capture.sink import url_options
 
 __all__ = ["MqttSink", "run_topic"]
 
@@ -115,8 +116,7 @@ class MqttSink:
         parts = urlsplit(url)
         if parts.scheme != "mqtt" or not parts.hostname:
             raise ValueError(f"MQTT sink URL {shown_url(url)!r} must look like mqtt://HOST:PORT/TOPIC")
-        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        compression = options.get("compression")
+        compression = url_options(parts.query, ("compression",), "MQTT sink").get("compression")
         return cls(parts.hostname, parts.port or 1883, unquote(parts.path.strip("/")) or "provkg",
                    compression=None if compression in (None, "none") else compression,
                    username=unquote(parts.username) if parts.username else None,

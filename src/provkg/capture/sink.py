@@ -16,8 +16,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qs
 
-__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "send_in_halves", "SINK_SCHEMES"]
+__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "send_in_halves", "url_options",
+           "SINK_SCHEMES"]
 
 
 @runtime_checkable
@@ -105,6 +107,18 @@ def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
         else:
             delivered(part)
     return [], None
+
+
+def url_options(query: str, known: tuple[str, ...], what: str) -> dict[str, str]:
+    """The ``?k=v`` options of a sink URL (the last of a repeated one). An option the sink does
+    not know is refused by name: ``?compresion=gzip`` was silently ignored (the listener refuses
+    it), and the events went out uncompressed without a word."""
+    options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"{what} URL option {unknown[0]!r} is unknown "
+                         f"(known: {', '.join(known)})")
+    return options
 
 
 class MemorySink:
