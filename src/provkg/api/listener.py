@@ -130,6 +130,7 @@ class MqttListener:
         self._queue = queue
         self._max_bytes = max_bytes
         self.subscribed = threading.Event()  # set once the broker confirmed the subscription
+        self._closing = False
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                   clean_session=False, protocol=mqtt.MQTTv311)
         user, password = mqtt_credentials(url)
@@ -148,6 +149,7 @@ class MqttListener:
         return self
 
     def close(self) -> None:
+        self._closing = True  # the disconnect that follows is ours: not "connection lost"
         self.client.disconnect()
         self.client.loop_stop()
 
@@ -171,7 +173,10 @@ class MqttListener:
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         self.subscribed.clear()
-        log.warning("MQTT broker connection lost (%s); paho reconnects", reason_code)
+        if self._closing:
+            log.info("disconnected from the MQTT broker %s:%s", self.host, self.port)
+        else:
+            log.warning("MQTT broker connection lost (%s); paho reconnects", reason_code)
 
     def _on_message(self, client, userdata, message) -> None:
         mid, qos = message.mid, message.qos
