@@ -112,6 +112,23 @@ def test_unreachable_broker_spools_without_blocking(tmp_path):
     assert wf.status == "finished"
 
 
+def test_a_port_nobody_listens_on_fails_the_send_at_once_not_after_the_timeout(tmp_path):
+    # found by black-box testing: every run with the broker down waited its whole flush_timeout
+    # at exit, because a refused TCP connect never reached on_connect
+    from provkg.capture.broker import free_port
+    from provkg.capture.mqtt_sink import MqttSink
+
+    sink = MqttSink.from_url(f"mqtt://127.0.0.1:{free_port()}/prov")
+    sink.timeout = 60.0
+    try:
+        started = time.perf_counter()
+        with pytest.raises(ConnectionError, match="not reachable"):
+            sink.send([{"type": "task", "event": "begin", "id": "t", "workflow_id": "r"}])
+        assert time.perf_counter() - started < 30  # far below the 60 s timeout it waited before
+    finally:
+        sink.close()
+
+
 def test_a_broker_that_refuses_the_client_is_named_and_the_password_is_not(tmp_path, caplog):
     # found by black-box testing: "Not authorized" was reported as "not reachable", and the
     # sink URL's password was printed in clear in the warnings
