@@ -149,6 +149,17 @@ def test_ref_accepts_ids_and_refs_and_paths():
     assert capture.ref("file://host/share/a.sgy").location == "file://host/share/a.sgy"
 
 
+def test_a_domain_given_only_through_derived_from_is_said_to_be_dropped(caplog):
+    # found by black-box testing: derived_from carries ids only, and the domain of such a ref
+    # vanished without a word (q1 / q6 through that raw file then answered nothing)
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        r = capture.ref("/sets/x.h5", derived_from=[
+            capture.ref("/raw/only-here.sgy", domain="https://example.org/kg/segy/9")])
+    assert r.derived_from == ("file:///raw/only-here.sgy",)
+    assert "domain of 'file:///raw/only-here.sgy' is not sent" in caplog.text
+    assert "provkg link" in caplog.text
+
+
 def test_bad_ref_arguments_are_logged_not_raised(caplog):
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):
         r = capture.ref(b"/data/x.h5", id=5, derived_from=[object()])

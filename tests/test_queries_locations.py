@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from provkg.mapper import map_events, map_spec
-from provkg.service.querying import render_query, run_query
+from provkg.service.querying import render_query, run_query, why_empty
 from provkg.spec import parse_spec
 from provkg.term import iri, literal, mint_iri
 from provkg.vocab import PROVLAKE, XSD
@@ -458,3 +458,29 @@ def test_a_query_by_location_finds_every_spelling_a_client_may_have_stored(embed
     every = sorted(iri(mint_iri("value", location)) for location in stored)
     for given in [name, "file://" + name, *stored]:
         assert values_at_location(embedded_store, given) == every, given
+
+
+def test_a_value_named_only_in_derived_from_is_found_by_any_spelling_of_its_location(embedded_store):
+    """Found by black-box testing: a raw file that appears only as ``derived_from`` of a
+    dataset (``capture.ref(path, derived_from=[capture.ref("/raw/t.sgy")])``) has no
+    ``provlake:location``, only the IRI minted from its location; `provkg link /raw/t.sgy` and
+    `link s3://Lake/x` (host as written) said "no captured value", and q6 by it answered
+    nothing, although the node is in the graph."""
+    from provkg import capture
+    from provkg.service.links import find_values
+
+    sink = capture.MemorySink()
+    spec = parse_spec(SPEC)
+    raw = [capture.ref("/raw/t.sgy"), capture.ref("s3://Lake/Raw/B.SGY")]
+    with capture.workflow("fit", sink=sink, run_id="r") as wf, \
+            wf.task("training", used={"train_set": capture.ref("/sets/x.h5", derived_from=raw)}):
+        pass
+    embedded_store.add([*map_spec(spec), *map_events(sink.events, {"fit": spec})])
+    for given, stored in (("/raw/t.sgy", "file:///raw/t.sgy"), ("file:/raw/t.sgy", "file:///raw/t.sgy"),
+                          ("s3://Lake/Raw/B.SGY", "s3://lake/Raw/B.SGY")):
+        node = iri(mint_iri("value", stored))
+        assert find_values(embedded_store, given) == [node], given
+        notes = why_empty(embedded_store, "q3", {"dataset": given}, schema="typed")
+        assert not any("has no captured value" in n for n in notes), (given, notes)
+    notes = why_empty(embedded_store, "q3", {"dataset": "/raw/other.sgy"}, schema="typed")
+    assert any("has no captured value" in n for n in notes), notes

@@ -141,6 +141,12 @@ def _sources(derived_from: object) -> tuple[str, ...]:
             items = derived_from  # type: ignore[assignment]
         for item in items:
             key = item.key if isinstance(item, Ref) else item
+            if isinstance(item, Ref) and item.domain and isinstance(key, str):
+                # wire format v1 carries ids only in derived_from: said, not lost in silence
+                # (found by black-box testing: q1 / q6 through that raw file answered nothing)
+                report_once(("ref-derived-domain", key), "capture.ref(derived_from=): the domain of "
+                            f"{key!r} is not sent (derived_from carries ids only); use that ref "
+                            "in a task too, or link it later: `provkg link ID IRI`")
             if isinstance(key, str):
                 key = fit_id(key, "capture.ref(derived_from=)")
                 if key is not None:

@@ -24,7 +24,7 @@ from provkg.term import (Triple, datetime_literal, id_from_iri, iri, is_valid_ir
 from provkg.vocab import DEFAULT_BASE, XSD
 
 __all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value",
-           "unlink_value"]
+           "unlink_value", "value_named"]
 
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
@@ -104,12 +104,26 @@ def find_values(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> lis
     found = values_at_location(store, value_id)
     if found:
         return found
-    value = iri(mint_iri("value", value_id, base=base))
-    if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
+    value = value_named(store, value_id, base=base)
+    if value is not None:
         return [value]
     if is_valid_iri(value_id) and _is_captured_value(store, iri(value_id)):
         return [iri(value_id)]
     raise NotFound(f"no captured value with id, IRI or location {value_id!r} in the store")
+
+
+def value_named(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> str | None:
+    """The term of the node minted from ``value_id``, or from one of its spellings as a
+    location, if the store holds it; else None. A value only ever named in ``derived_from``
+    (a raw file ``capture.ref`` turned into its location spelling: ``/raw/t.sgy`` as
+    ``file:///raw/t.sgy``, ``s3://Lake/x`` as ``s3://lake/x``) has no ``provlake:location``
+    to be found by, only its minted IRI (found by black-box testing: neither the path nor the
+    URI as written found it)."""
+    for name in dict.fromkeys([value_id, *location_spellings(value_id)]):
+        value = iri(mint_iri("value", name, base=base))
+        if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):
+            return value
+    return None
 
 
 def _is_captured_value(store: Store, term: str) -> bool:

@@ -22,7 +22,7 @@ from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.params import term_for
 from provkg.service.ingest import schemas_in_store
 from provkg.service.json_values import json_cell, text_cell
-from provkg.service.links import values_at_location
+from provkg.service.links import value_named, values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
 from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
@@ -229,6 +229,12 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
         else:
             own = term_for(p, given, base=base)
             found = values_at_location(store, given)
+        if not found and not given.startswith(base + "value/"):
+            # a value only ever named in derived_from, by another spelling of its location
+            named = value_named(store, given, base=base)
+            if named is not None and named != own:
+                out[p.name] = (named,)
+                continue
         if not found:  # an id
             if p.users:
                 found = _values_sharing_location(store, own, base=base)
