@@ -409,7 +409,7 @@ def test_s1_of_one_version_lists_its_own_inputs_only(embedded_store):
         (mint_iri("value", "v1"), mint_iri("value", "file:///raw/one.sgy"))}
 
 
-@pytest.mark.parametrize("name", ["run (1).h5", "café.h5", "100%.h5", "a+b,c=d.h5"])
+@pytest.mark.parametrize("name", ["run (1).h5", "café.h5", "100%.h5", "a+b,c=d.h5", "tiles/"])
 def test_a_file_has_one_location_however_a_program_wrote_it(store, name):
     """Found by black-box testing: capture.ref(path) escaped ( ) + , = (Path.as_uri) while
     capture.ref("file://" + path) kept them and left accents raw, so one file was two

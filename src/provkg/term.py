@@ -263,11 +263,17 @@ def path_location(path: str | PurePath) -> str:
     ('file:///data/run%20(1)/caf%C3%A9%20100%25.h5', 'file:///data/run%231%3F.h5')
     >>> path_location("/data/caf\\udce9.h5")  # a Latin-1 name, as os.listdir gives it
     'file:///data/caf%E9.h5'
+    >>> path_location("/data/tiles/")  # a folder, as file:///data/tiles/ names it
+    'file:///data/tiles/'
     """
     text = Path(path).expanduser().absolute().as_posix() if not isinstance(path, PureWindowsPath) \
         else PureWindowsPath(path).as_posix()
     if not text.startswith("/"):  # C:/data/x.h5
         text = "/" + text
+    if isinstance(path, str) and path.endswith("/") and not text.endswith("/"):
+        # a folder keeps its slash, as file:///data/tiles/ written as a URI keeps it (found by
+        # black-box testing: "/data/tiles/" and "file:///data/tiles/" were two locations)
+        text += "/"
     # a path is not a URI: its % # ? [ ] are characters of names, escaped
     return "file://" + quote(text, safe=_PATH_SAFE, errors="surrogateescape")
 

@@ -163,7 +163,7 @@ def location_spellings(location: str) -> list[str]:
         canonical, written = location_form(location), location
     else:
         return []
-    forms = [written, canonical]
+    forms = [written, canonical]  # a folder's path: written has no slash, as older captures
     if canonical.startswith("file:///"):
         path = canonical[len("file://"):]
         # as written now; with as_uri's escapes; raw (an accent or a space as it is)
