@@ -160,6 +160,18 @@ def test_a_domain_given_only_through_derived_from_is_said_to_be_dropped(caplog):
     assert "provkg link" in caplog.text
 
 
+def test_each_bad_attribute_name_is_named(caplog):
+    # found by black-box testing: only the first bad name of a type was said; the next
+    # attributes were dropped without a word
+    sink = capture.MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("names", sink=sink) as wf, wf.task("t") as task:
+            task.generate(**{"": 1, "n" * 300: 2, "m" * 301: 3, "ok": 4})
+    assert "attribute name '' not captured" in caplog.text
+    assert "'nnnnnnnn" in caplog.text and "'mmmmmmmm" in caplog.text
+    assert _task_events(sink)[0]["generated"] == [{"name": "ok", "value": 4}]
+
+
 def test_bad_ref_arguments_are_logged_not_raised(caplog):
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):
         r = capture.ref(b"/data/x.h5", id=5, derived_from=[object()])

@@ -364,7 +364,9 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     for name, value in values.items():
         if type(name) is not str or not 0 < len(name) <= MAX_NAME:
             shown = repr(name[:40]) if type(name) is str else f"of type {type(name).__name__}"
-            report_once(("name", type(name)), f"attribute name {shown} not captured: "
+            # one warning per bad name (a long one by its first 40 characters): each is another
+            # attribute lost, and the first said nothing of the next (black-box testing)
+            report_once(("name", type(name), shown), f"attribute name {shown} not captured: "
                         f"names are non-empty strings of at most {MAX_NAME} characters")
             continue
         if isinstance(value, Ref):
