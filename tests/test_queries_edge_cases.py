@@ -340,7 +340,11 @@ SECTIONED = LEARNING + """\
 
 def test_q7_has_no_row_for_a_measure_no_batch_has(embedded_store):
     # rdflib made one empty group of the MIN over no batch, which then joined every model
-    spec, t0 = parse_spec(SECTIONED), 1_700_000_000.0
+    from provkg.service.querying import why_empty
+
+    spec = parse_spec(SECTIONED.replace("    of: training\n", "    of: training\n    generated:\n"
+                                        "      - {name: f1, role: evaluation_measure}\n", 1))
+    t0 = 1_700_000_000.0
 
     def task(tid, name, *, parent=None, index=None, used=(), generated=()):
         extra = {k: v for k, v in (("parent", parent), ("index", index)) if v is not None}
@@ -353,13 +357,18 @@ def test_q7_has_no_row_for_a_measure_no_batch_has(embedded_store):
     events = [{"type": "workflow", "event": "begin", "id": "r", "time": t0, "workflow": "fit"},
               *task("tr", "training", used=[{"name": "train_set", "id": "ds"}],
                     generated=[{"name": "model", "id": "m"}]),
-              *task("ep0", "epoch", parent="tr", index=0),
+              *task("ep0", "epoch", parent="tr", index=0, generated=[{"name": "f1", "value": 0.5}]),
               *task("b0", "batch", parent="ep0", index=0,
                     generated=[{"name": "loss", "value": 0.25}])]
     embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
     assert run_query(embedded_store, "q7", {"dataset": "ds", "measure": "f1"}).rows == []
+    # found by black-box testing: that empty answer was unexplained (f1 is per epoch)
+    notes = why_empty(embedded_store, "q7", {"dataset": "ds", "measure": "f1"}, schema="typed")
+    assert notes and "no batch (section) of the tasks that used this dataset recorded 'f1'" in notes[0]
     rows = run_query(embedded_store, "q7", {"dataset": "ds", "measure": "loss"}).rows
     assert [r[:2] for r in rows] == [[mint_iri("value", "m"), 0.25]]
+    assert not any("no batch" in n for n in why_empty(embedded_store, "q7", {
+        "dataset": "other", "measure": "loss"}, schema="typed"))
 
 
 @pytest.mark.parametrize("schema", ["typed", "tagged"])

@@ -148,7 +148,32 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             notes.append(f"with --schema {other} the same query has {len(found.rows)} "
                          f"row{'s' if len(found.rows) != 1 else ''}: the data were mapped "
                          f"in the {other} schema, not {schema}")
+    if not notes and name == "q7" and isinstance(values.get("measure"), str):
+        param = next(p for p in query.parameters if p.name == "dataset")
+        dataset = " ".join(located.get("dataset") or (term_for(param, values["dataset"], base=base),))
+        notes += _no_section_measure(store, dataset, values["measure"])
     return notes
+
+
+def _no_section_measure(store: Store, dataset: str, measure: str) -> list[str]:
+    """q7's note when no section of the trainings that used ``dataset`` (VALUES terms) recorded
+    ``measure``, in full or in a summary: q7 reads batch measures only (black-box testing: an
+    accuracy recorded per training gave q7 no rows, unsaid, while d5 and q3 answered)."""
+    m = literal(measure)
+    sections = (f"{{ ?x {P.wasInformedBy} ?t }} UNION {{ ?x {P.wasInformedBy}/{P.wasInformedBy} ?t }}")
+    if store.ask(f"ASK {{ VALUES ?d {{ {dataset} }} ?t {P.used} ?d . {sections} "
+                 f"?x {P.wasInfluencedBy} ?xt . ?xt {iri(PROVKG.innermost)} true . "
+                 f"?v {P.wasGeneratedBy} ?x ; {P.wasDerivedFrom} ?a . ?a {iri(RDFS.label)} {m} }}") \
+            or store.ask(f"ASK {{ VALUES ?d {{ {dataset} }} ?t {P.used} ?d . "
+                         f"{{ ?t {iri(PROVKG.hasSectionSummary)} ?s }} UNION {{ {sections} "
+                         f"?x {iri(PROVKG.hasSectionSummary)} ?s }} "
+                         f"?s {iri(PROVKG.hasMeasureSummary)} ?ms . ?ms {P.wasDerivedFrom} ?a . "
+                         f"?a {iri(RDFS.label)} {m} }}") \
+            or not store.ask(f"ASK {{ VALUES ?d {{ {dataset} }} ?t {P.used} ?d }}"):
+        return []
+    return [f"no batch (section) of the tasks that used this dataset recorded {measure!r}: q7 "
+            f"takes the least {measure} over the batches of each training; a measure recorded "
+            "per epoch, per training or per stage is in q3, d5 and p2"]
 
 
 #: canned queries that reach basins, fields and surveys through ``provlake:denotes`` links
