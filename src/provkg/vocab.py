@@ -272,6 +272,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     summaryState: str           # the facts a section summary was computed from (rdf:JSON)
     # the spec a prospective workflow was registered from, so every later session uses it
     specDocument: str
+    registering: str            # a spec registration under way (rdf:JSON: schema and spec)
     # section summaries (spec `granularity: summary`)
     SectionSummary: str
     MeasureSummary: str

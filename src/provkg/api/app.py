@@ -137,9 +137,11 @@ def open_service(settings: Settings) -> Service:
 
 
 def _open_rest(settings: Settings, store: Store) -> Service:
-    from provkg.service.ingest import register_spec, spec_document, stored_specs
+    from provkg.service.ingest import (finish_registrations, register_spec, spec_document,
+                                       stored_specs)
 
     specs = SpecRegistry(settings.queue_dir)
+    finish_registrations(store)  # a spec POST the server was killed in: the store holds it whole
     in_store = {spec.workflow: spec for spec in stored_specs(store)}
     for spec in specs.load():
         held = in_store.get(spec.workflow)
