@@ -273,6 +273,30 @@ def test_s2_puts_each_adapted_value_on_the_component_that_uses_it(embedded_store
                    ("training", "a1/training", "learning_rate=0.05")]
 
 
+@pytest.mark.parametrize("split", [1, 2, 3])
+def test_the_spec_between_a_task_s_end_and_its_later_begin_gives_the_graph_one_session_gives(
+        embedded_store, split):
+    """Found by black-box testing: an adaptation whose end was stored (no spec yet) before
+    its begin came, in a later session that also registered the spec, never got its
+    s-prov:Change, and its new value stayed s-prov:Data: the registration could not tell
+    which component the ended invocation ran, and the begin alone never asked again."""
+    from provkg.service.ingest import ingest_events
+
+    spec = parse_spec(SPLIT_SPEC)
+    events = _split_events()
+    ends = [e for e in events if e.get("event") == "end" and e["type"] == "task"]
+    begins = [e for e in events if e not in ends]
+    ingest_events(embedded_store, events, specs=[spec], schema="sprov")
+    whole = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    embedded_store.clear()
+    # ends first, without the spec; then the spec (alone, or with the begins) and the begins
+    ingest_events(embedded_store, [events[0], *ends[:split]], schema="sprov")
+    ingest_events(embedded_store, [], specs=[spec], schema="sprov")
+    ingest_events(embedded_store, [*begins, *ends[split:]], specs=[spec], schema="sprov")
+    late = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    assert late == whole, late ^ whole
+
+
 def test_without_a_spec_or_a_host_the_graph_still_says_what_it_is():
     # found by black-box testing: the warning said "stored as plain PROVLake" for S-PROV
     # triples, and an instance without a host sat at a process of no type

@@ -244,15 +244,17 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
 # -- a spec registered after its events ----------------------------------------------------
 
 
-def parameter_occurrences_query(spec: Spec, *, mint: Minter) -> str | None:
+def parameter_occurrences_query(spec: Spec, *, mint: Minter, tasks: list[str] | None = None) -> str | None:
     """SELECT ?v ?t: each stored value ``?v`` an invocation ``?t`` of one of ``spec``'s
-    components used or generated under a hyperparameter role (None: the spec has none)."""
+    components used or generated under a hyperparameter role (None: the spec has none).
+    ``tasks`` (task ids): those invocations only."""
     params = [(mint.spec(spec.workflow, t.name), literal(a.name)) for t in spec.transformations
               for a in [*t.used, *t.generated] if a.role in _PARAMETER_ROLES]
     if not params:
         return None
     rows = " ".join(f"({c} {n})" for c, n in params)
-    return (f"SELECT DISTINCT ?v ?t WHERE {{ VALUES (?c ?n) {{ {rows} }} ?i {P.actedOnBehalfOf} ?c . "
+    only = f"VALUES ?t {{ {' '.join(mint.task(t) for t in tasks)} }} " if tasks else ""
+    return (f"SELECT DISTINCT ?v ?t WHERE {{ {only}VALUES (?c ?n) {{ {rows} }} ?i {P.actedOnBehalfOf} ?c . "
             f"?t {P.wasAssociatedWith} ?i ; {A} {SP.Invocation} . "
             f"{{ ?t {P.used} ?v }} UNION {{ ?v {P.wasGeneratedBy} ?t }} ?v {LABEL} ?n }}")
 
@@ -307,14 +309,18 @@ def late_change_update(spec: Spec, adaptations: list[tuple[str, str, str, str, s
             f"OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
 
 
-def adaptation_invocations_query(spec: Spec, *, mint: Minter) -> str | None:
+def adaptation_invocations_query(spec: Spec, *, mint: Minter,
+                                 tasks: list[str] | None = None) -> str | None:
     """SELECT ?task ?inst ?run ?rid ?proc ?name: the ended invocations of ``spec``'s
-    adaptation transformations and the names of what they generated (None: no adaptation)."""
+    adaptation transformations and the names of what they generated (None: no adaptation).
+    ``tasks`` (task ids): only those, and only while they have no change."""
     components = " ".join(mint.spec(spec.workflow, t.name) for t in spec.transformations
                           if t.kind == "adaptation")
     if not components:
         return None
-    return (f"SELECT ?task ?inst ?run ?rid ?proc ?name WHERE {{ VALUES ?c {{ {components} }} "
+    only = (f"VALUES ?task {{ {' '.join(mint.task(t) for t in tasks)} }} "
+            f"FILTER NOT EXISTS {{ ?change {P.hadActivity} ?task }} " if tasks else "")
+    return (f"SELECT ?task ?inst ?run ?rid ?proc ?name WHERE {{ {only}VALUES ?c {{ {components} }} "
             f"?inst {P.actedOnBehalfOf} ?c ; {P.atLocation} ?proc . "
             f"?task {P.wasAssociatedWith} ?inst ; {A} {SP.Invocation} ; {SP.lastEventTime} ?end . "
             f"?v {P.wasGeneratedBy} ?task ; {LABEL} ?name . "

@@ -272,12 +272,13 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
     store.update(" ;\n".join(parts))
 
 
-def _sprov_late_spec(store: Store, spec: Spec, *, base: str) -> None:
+def _sprov_late_spec(store: Store, spec: Spec, *, base: str, tasks: list[str] | None = None) -> None:
     """Add what ``spec`` says about its workflow's already-stored S-PROV events: parameter
     classes (decided here from two SELECTs: an update with nested NOT EXISTS took minutes on
-    rdflib) and adaptation changes (:mod:`provkg.mapper.sprov`)."""
+    rdflib) and adaptation changes (:mod:`provkg.mapper.sprov`). ``tasks`` (ids): only what
+    concerns those invocations."""
     mint = Minter(base)
-    query = sprov.parameter_occurrences_query(spec, mint=mint)
+    query = sprov.parameter_occurrences_query(spec, mint=mint, tasks=tasks)
     if query is not None:
         param_uses = {(iri(str(v)), iri(str(t))) for v, t in store.select(query).rows}
         if param_uses:
@@ -290,13 +291,21 @@ def _sprov_late_spec(store: Store, spec: Spec, *, base: str) -> None:
             store.add(add)
             for part in _chunks(remove, 2000):
                 store.update("DELETE DATA { " + " ".join(f"{a} {b} {c} ." for a, b, c in part) + " }")
-    query = sprov.adaptation_invocations_query(spec, mint=mint)
+    _late_changes(store, spec, mint=mint, tasks=tasks)
+
+
+def _late_changes(store: Store, spec: Spec, *, mint: Minter, tasks: list[str] | None = None) -> None:
+    """Give the ended adaptation invocations of ``spec`` (or of ``tasks``, those without one
+    yet) stored without their change the ``s-prov:Change`` the mapper gives them when it
+    sees their end after their begin (:func:`provkg.mapper.sprov.late_change_update`)."""
+    query = sprov.adaptation_invocations_query(spec, mint=mint, tasks=tasks)
     if query is None:
         return
-    tasks: dict[tuple[str, ...], list[str]] = {}
+    tasks_found: dict[tuple[str, ...], list[str]] = {}
     for task, inst, run, rid, proc, name in store.select(query).rows:
-        tasks.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
-    update = sprov.late_change_update(spec, [(*key, names) for key, names in tasks.items()], mint=mint)
+        tasks_found.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
+    update = sprov.late_change_update(spec, [(*key, names) for key, names in tasks_found.items()],
+                                      mint=mint)
     if update is not None:
         store.update(update)
 
@@ -423,6 +432,9 @@ class Ingestor:
         self.report = IngestReport()
         self._lock = threading.Lock()
         self._writer = _Writer(store) if pipeline else None
+        # S-PROV: workflow -> ids of the tasks begun / ended in this session (_note_tasks)
+        self._begins: dict[str, set[str]] = {}
+        self._ends: dict[str, set[str]] = {}
         items = specs.values() if isinstance(specs, Mapping) else (specs or [])
         for s in items:
             if register:
@@ -442,6 +454,8 @@ class Ingestor:
         with self._lock:
             self._learn_runs(batch)
             n = self._map(batch)
+            if self.schema == "sprov":  # after _map: the batch's own workflow events are known
+                self._note_tasks(batch)
             n += self._resolve_pending(batch)
             self._retract_stale()
             self.report.events += len(batch)
@@ -463,6 +477,18 @@ class Ingestor:
                 self._load(self.state.summaries.to_load(ended_only=False))
             self.report.triples += self._write(finish(self.state))
             self._retract_stale()
+            late = {wf: ids - self._ends.get(wf, set()) for wf, ids in self._begins.items()}
+            if any(late.values()):
+                # a begin whose end an earlier session stored before the spec was known: the
+                # spec's registration could not tell which component that invocation ran
+                # (its begin says it), so its parameters and change wait until now (found by
+                # black-box testing: an adaptation's s-prov:Change never came)
+                self._settle()
+                for wf, ids in sorted(late.items()):
+                    for chunk in _chunks(sorted(ids), 200):
+                        _sprov_late_spec(self.store, self.specs[wf], base=self.base, tasks=chunk)
+            self._begins.clear()
+            self._ends.clear()
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
@@ -511,6 +537,17 @@ class Ingestor:
         return self._write(out)
 
     # -- order independence ------------------------------------------------
+
+    def _note_tasks(self, batch: list[dict[str, Any]]) -> None:
+        """Remember the task begins and ends of ``batch`` (S-PROV, runs with a spec):
+        :meth:`finish` completes those begun here whose end an earlier session stored."""
+        for e in batch:
+            if e.get("type") != "task":
+                continue
+            wf = self.state.runs.get(e.get("workflow_id"))
+            if wf in self.specs:
+                seen = self._begins if e.get("event") == "begin" else self._ends
+                seen.setdefault(wf, set()).add(e["id"])
 
     def _learn_runs(self, batch: list[dict[str, Any]]) -> None:
         """Look up in the store the workflows of runs this session has not seen."""
