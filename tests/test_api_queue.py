@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,33 @@ def test_store_errors_are_retried_not_dropped(tmp_path: Path) -> None:
         queue.put(b"x", events=1)
         assert queue.wait_idle(20)
     assert got == [b"x"]
+
+
+def test_a_cursor_that_cannot_be_written_does_not_stop_the_applier(tmp_path: Path, monkeypatch) -> None:
+    """Found by black-box testing: one failed cursor write (a full or read-only disk) ended the
+    applier thread; POST /v1/events still answered 202 and nothing more reached the store
+    until a restart. The disk itself is what fails here; the queue is real."""
+    got, apply = collect()
+    failures = iter(range(3))
+    write_cursor = IngestQueue._write_cursor
+
+    def failing(self, pos):
+        if next(failures, None) is not None:
+            raise OSError(28, "No space left on device")
+        write_cursor(self, pos)
+
+    monkeypatch.setattr(IngestQueue, "_write_cursor", failing)
+    with IngestQueue(tmp_path, apply) as queue:
+        queue.put(b"first", events=1)
+        assert queue.wait_idle(20)
+        queue.put(b"second", events=1)  # after the failures: the applier is still there
+        assert queue.wait_idle(20)
+        assert queue.stats().applied_events == 2
+        deadline = time.monotonic() + 20  # the cursor is tried again until it is written
+        while not (tmp_path / "cursor").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "cursor").exists()
+    assert got == [b"first", b"second"]
 
 
 def test_a_batch_the_mapper_refuses_goes_to_rejected_log_and_the_rest_applies(tmp_path: Path) -> None:

@@ -286,9 +286,23 @@ class IngestQueue:
         saved = self._applied_pos  # where the cursor on disk points
         saved_at = time.monotonic()
 
+        cursor_delay = 0.1
+
         def save(pos: tuple[int, int]) -> None:
-            nonlocal saved, saved_at
-            self._write_cursor(pos)
+            nonlocal saved, saved_at, cursor_delay
+            try:
+                self._write_cursor(pos)
+            except OSError as exc:
+                # the cursor only says how far the store has got: one that lags means some
+                # chunks applied again after a restart (harmless), so the applier goes on
+                # and tries later (found by black-box testing: one failed write on a full
+                # disk stopped the applier for good while POST /v1/events still said 202)
+                log.warning("could not move the ingest queue's cursor (%s); retrying in %.1f s",
+                            exc, cursor_delay)
+                time.sleep(cursor_delay)
+                cursor_delay = min(cursor_delay * 2, _RETRY_MAX_S)
+                return
+            cursor_delay = 0.1
             if pos[0] != saved[0]:
                 reader.drop_segments_before(pos[0])
             saved, saved_at = pos, time.monotonic()
