@@ -14,6 +14,7 @@ import errno
 import functools
 import gzip
 import itertools
+import logging
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,6 +39,8 @@ from provkg.store.progress import counting_reader
 from provkg.term import Triple
 
 __all__ = ["OxigraphStore", "oxigraph_result_term", "union_default_graph"]
+
+log = logging.getLogger("provkg.store")
 
 #: triples serialized per bulk_load call: large enough to amortize the call, small
 #: enough to keep memory flat for millions of triples
@@ -91,6 +94,10 @@ class OxigraphStore(Store):
     _bulk_loaded = 0
     #: opened with Oxigraph's read-only mode (no lock taken: ``open_store(read_only=True)``)
     _read_only = False
+    #: the pyoxigraph store (``_store``); None once closed, or after a failed write until reopened
+    _db: Any = None
+    #: a write failed: the store is opened again before its next use (``_store``)
+    _reopening = False
 
     def __init__(self, directory: str | Path | None, *, url: str | None = None,
                  read_only: bool = False):
@@ -131,6 +138,7 @@ class OxigraphStore(Store):
 
     def add(self, triples: Iterable[Triple], *, graph: str | None = None,
             trusted: bool = False) -> int:
+        self._check_open()
         fmt = ox.RdfFormat.N_TRIPLES if graph is None else ox.RdfFormat.N_QUADS
         total = 0
         it = iter(triples)
@@ -251,7 +259,10 @@ class OxigraphStore(Store):
     def close(self) -> None:
         store, self._store = getattr(self, "_store", None), None
         if store is not None and self.directory is not None and not self._read_only:
-            store.flush()
+            try:
+                store.flush()
+            except OSError as exc:  # a full disk: what was written is in RocksDB's log
+                log.error("could not flush the store %s on closing: %s", self.url, exc)
         del store  # RocksDB releases its lock when the object goes
 
     # -- helpers ---------------------------------------------------------------
@@ -278,6 +289,11 @@ class OxigraphStore(Store):
                 raise syntax_error(str(exc)) from exc
             raise StoreError(f"{what} is not valid RDF: {exc}") from exc
         except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and self.directory is not None:
+                # RocksDB now refuses every write until the database is opened again: the
+                # next use of the store reopens it (_store), once ``action`` (which holds
+                # this handle, and RocksDB's lock with it) is gone
+                self._db, self._reopening = None, True
             raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
         except MemoryError as exc:
             if "buffer maximal size" not in str(exc):
@@ -288,8 +304,33 @@ class OxigraphStore(Store):
                            "one RDF term may hold here; keep big content in a file and record "
                            "its location (capture.ref)") from exc
 
+    @property
+    def _store(self) -> Any:
+        """The pyoxigraph store; after a failed write it is opened again here first (found by
+        black-box testing: once the full disk was freed the server still retried for ever,
+        as RocksDB refuses every write after one failed until it is reopened)."""
+        if self._reopening:
+            self._reopen()
+        return self._db
+
+    @_store.setter
+    def _store(self, value: Any) -> None:
+        self._db = value
+
+    def _reopen(self) -> None:
+        try:
+            self._db = ox.Store(str(self.directory))
+        except OSError as exc:  # the disk still failing: the next use tries again
+            log.warning("could not reopen the store %s after a failed write: %s", self.url, exc)
+            return
+        self._reopening = False
+        log.warning("reopened the store %s after a failed write", self.url)
+
     def _check_open(self) -> None:
         if self._store is None:
+            if self._reopening:
+                raise StoreUnavailable(f"the store {self.url} failed a write and could not be "
+                                       "opened again yet (is its disk full?)")
             raise StoreUnavailable(f"the store {self.url} is closed")
 
 
