@@ -391,3 +391,31 @@ def test_a_cut_last_line_in_a_complete_compressed_file_is_an_error_not_a_torn_wr
             ingest_paths(store, [tmp_path / "cut.jsonl.gz"], progress=False)
         report = ingest_paths(store, [tmp_path / "torn.jsonl"], progress=False)
     assert report.events == 2 and any("torn.jsonl:3: last line is incomplete" in w for w in report.warnings)
+
+
+def test_events_with_large_values_are_read_and_written_in_batches_bounded_by_bytes(tmp_path: Path) -> None:
+    """Found by black-box testing: with 50 KB values, `provkg ingest` held thousands of events
+    (and 200,000 triples' worth of their text) at once: peak memory grew to 5x the file."""
+    from provkg.service import event_files
+    from provkg.service.ingest import _Writer
+
+    big = "x" * 1_000_000
+    events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": WORKFLOW}]
+    events += [{"type": "task", "event": "end", "id": f"t{i}", "time": 2.0 + i, "workflow_id": "r",
+                "transformation": "step", "status": "finished",
+                "generated": [{"name": "note", "value": big + str(i)}]} for i in range(40)]
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(_jsonl(events))
+    sizes = [sum(len(json.dumps(e)) for e in batch)
+             for batch in event_files.read_events(path, chunk=4096)]
+    assert len(sizes) > 1 and max(sizes) <= event_files.CHUNK_BYTES + 1_100_000
+    with open_store("memory:") as store:
+        added: list[int] = []
+        add = store.add
+        store.add = lambda triples, **kw: added.append(len(triples)) or add(triples, **kw)
+        writer = _Writer(store, max_bytes=4_000_000)
+        for e in events[1:]:
+            writer.put([(f"<http://ex.org/{e['id']}>", "<http://ex.org/v>", f'"{big}"')])
+        writer.close()
+        assert len(added) >= 10 and max(added) <= 4  # handed over at ~4 MB, not 200,000 triples
+        assert store.count() == 40
