@@ -80,6 +80,15 @@ def test_spec_validate_without_a_store_reads_none(tmp_path: Path, capsys, monkey
     assert main(["spec", "validate", str(spec)]) == 0
     assert capsys.readouterr().out.strip().endswith("2 transformations)")
     assert not (tmp_path / "missing").exists()
+    # found by black-box testing: "1 transformations", and two specs of one workflow said ok
+    # while an ingest of both refuses them
+    one, again = tmp_path / "one.yaml", tmp_path / "again.yaml"
+    one.write_text("workflow: w\nphase: learning\ntransformations:\n  - {name: t, kind: training}\n")
+    again.write_text(one.read_text().replace("name: t,", "name: u,"))
+    assert main(["spec", "validate", str(one), str(again)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].endswith("1 transformation)")
+    assert "are both specs of workflow 'w'" in err
 
 
 def test_spec_messages_never_show_the_store_password(monkeypatch, capsys) -> None:

@@ -342,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds of warm runs per query and store, never below 5 runs (default %(default)s)")
     bs.add_argument("--explain-timeout", type=float, default=1800.0,
                     help="seconds for each Oxigraph query plan with evaluation statistics "
-                         "(Q1/Q5/Q7; --stats runs a query several times slower): a plan not "
+                         "(Q1/Q5/Q7; collecting the statistics runs a query several times "
+                         "slower): a plan not "
                          "done by then is left out (default %(default)s)")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_cmd_bench_schemas)
