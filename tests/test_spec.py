@@ -241,6 +241,16 @@ transformations:
     with pytest.raises(BadSpec, match=r":5: data_stores\[0\]\.location: expected a URI"):
         parse_spec("workflow: w\nphase: preparation\ntransformations: [{name: cut}]\n"
                    "data_stores:\n  - {name: lake, location: data lake}\n")
+    # found by black-box testing: a Windows path became the URI "c:%5Cdata..." (scheme c), a
+    # relative file: URI passed, and ~ was the home of whichever process read the spec
+    def location(text: str) -> str:
+        return parse_spec("workflow: w\nphase: preparation\ntransformations: [{name: cut}]\n"
+                          f"data_stores:\n  - {{name: lake, location: '{text}'}}\n").data_stores[0].location
+
+    assert location("C:\\data\\lake") == location("C:/data/lake") == "file:///C:/data/lake"
+    for bad, why in (("file:relative", "relative file: URI"), ("~/data", "where ~ is another")):
+        with pytest.raises(BadSpec, match=why):
+            location(bad)
 
 
 def test_only_an_innermost_section_may_be_a_summary() -> None:
