@@ -483,6 +483,8 @@ def _near(query: str, line: int, column: int) -> str | None:
 
     >>> _near("SELECT * WHERE { ?s ?p ?o FILTER(", 1, 34)
     'the query does not parse from here: "WHERE { ?s ?p ?o FILTER(" ⟵ (end of the query)'
+    >>> _near("SELECT * WHERE { ?s ?p ?o ", 1, 27)
+    'the query does not parse from here: "… * WHERE { ?s ?p ?o" ⟵ (end of the query)'
     """
     lines = query.rstrip().splitlines()
     if not 0 < line or not lines:
@@ -490,7 +492,12 @@ def _near(query: str, line: int, column: int) -> str | None:
     if line > len(lines):  # past the last line: the query ended too soon
         line, column = len(lines), len(lines[-1]) + 1
     text = lines[line - 1]
-    before = text[max(0, column - 1 - 24):column - 1].lstrip()
+    start = max(0, column - 1 - 24)
+    before = text[start:column - 1]
+    if start > 0 and not text[start - 1].isspace() and " " in before.strip():
+        # begin at a word, not inside one (black-box testing: "LECT * WHERE ...")
+        before = "…" + before[before.index(" "):]
+    before = before.lstrip()
     after = text[column - 1:column - 1 + 24]
     if not after.strip() and line == len(lines):
         return f'the query does not parse from here: "{before}" ⟵ (end of the query)'
