@@ -4,6 +4,8 @@ parameter names that must not be echoed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from provkg.errors import BadParameter
@@ -172,6 +174,31 @@ def test_pairs_show_the_shortest_decimal_of_a_double(embedded_store):
     embedded_store.add([*map_spec(spec), *map_events(events, {"fit": spec})])
     rows = run_query(embedded_store, "p2", {"workflow": "fit", "measure": "accuracy", "k": 1}).rows
     assert rows[0][2] == "learning_rate=0.81"
+
+
+@pytest.mark.parametrize("schema", ["typed", "tagged"])
+def test_pairs_read_back_one_way(store, schema):
+    """Found by black-box testing: ``note="x; z=w"`` read as two pairs, the string "0.01" as
+    the number, the string "[64,32]" as the list, and a list holding "; " split the column."""
+    spec = parse_spec(SPEC)
+    values = [("text", "x; z=w"), ("number-text", "0.01"), ("list-text", "[64,32]"),
+              ("list", [64, 32]), ("tags", ["a; b=c"]), ("plain", "adam"), ("nan", "NaN"),
+              ("number", 0.01), ("flag", True)]
+    events = []
+    for k, (run, value) in enumerate(values):
+        events += _training(run, value, 0.5 + k / 100, 1_700_000_000.0 + 10 * k)
+    store.add([*map_spec(spec, schema=schema), *map_events(events, {"fit": spec}, schema=schema)])
+    rows = run_query(store, "d5", {"workflow": "fit", "k": len(values)}, schema=schema).rows
+    shown = {r[0].rsplit("/", 2)[-2]: r[2].removeprefix("learning_rate=") for r in rows}
+    assert shown == {"text": '"x\\u003b z=w"', "number-text": '"0.01"', "list-text": '"[64,32]"',
+                     "list": "[64,32]", "tags": '["a\\u003b b=c"]', "plain": "adam",
+                     "nan": "NaN", "number": "0.01", "flag": "true"}
+    for cell in (r[2] for r in rows):  # each a single pair, as a reader splits the column
+        assert len(cell.split("; ")) == 1
+        name, _, value = cell.partition("=")
+        assert name == "learning_rate"
+        if value[:1] in '"[':
+            json.loads(value)
 
 
 PREPARATION = """\

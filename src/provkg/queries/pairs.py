@@ -93,24 +93,38 @@ def _decode(datatype: str, lexical: str) -> object:
     return lexical
 
 
-#: a text that reads as a number, a boolean or a special double: written quoted when a string
+#: a text that reads as a number, a boolean or a list: written quoted when a string
 _LOOKS_TYPED = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|true|false|"
-                          r"[+-]?(?:nan|inf|infinity)|null", re.IGNORECASE)
+                          r"[+-]?(?:inf)|null|\[.*|\{.*", re.IGNORECASE | re.DOTALL)
+#: how the capture library sends a non-finite float (JSON has none): shown as the number it was
+_NON_FINITE = {"NaN", "Infinity", "-Infinity"}
+
+
+def _no_separator(json_text: str) -> str:
+    r"""JSON text with each ``;`` (only ever inside its strings) written ``\u003b``, the same
+    JSON: a pairs column then splits at ``; `` one way, whatever a value holds."""
+    return json_text.replace(";", "\\u003b")
 
 
 def _text(text: str, *, value: bool) -> str:
-    """A name or a string value as the pairs column writes it: as it is, or as a JSON string
-    (double quotes, backslash escapes) when it holds ``;`` or ``=``, starts with a quote, has
-    spaces at its ends or is empty, or (a value) reads as a number or a boolean, so that the
-    column reads back one way (found by black-box testing: ``note="x; z=w"`` read as two
-    pairs, and the string ``"0.01"`` as the number).
+    r"""A name or a string value as the pairs column writes it: as it is, or as a JSON string
+    (double quotes, backslash escapes; ``;`` as ``\u003b``, and ``=`` too in a name) when it
+    holds ``;`` or ``=``, starts with a quote, has spaces at its ends or is empty, or (a value)
+    reads as a number, a boolean or a list, so that the column reads back one way (found by
+    black-box testing: ``note="x; z=w"`` read as two pairs, and the string ``"0.01"`` as the
+    number). ``NaN`` / ``Infinity`` stay as they are: the capture library's non-finite floats.
 
     >>> _text("adam", value=True), _text("x; z=w", value=True), _text("0.01", value=True)
-    ('adam', '"x; z=w"', '"0.01"')
+    ('adam', '"x\\u003b z=w"', '"0.01"')
+    >>> _text("a=b", value=False), _text("NaN", value=True), _text("[64,32]", value=True)
+    ('"a\\u003db"', 'NaN', '"[64,32]"')
     """
+    if value and text in _NON_FINITE:
+        return text
     if (not text or any(c in text for c in ";=") or text[0] == '"' or text != text.strip()
             or value and _LOOKS_TYPED.fullmatch(text)):
-        return json.dumps(text, ensure_ascii=False)
+        quoted = _no_separator(json.dumps(text, ensure_ascii=False))
+        return quoted if value else quoted.replace("=", "\\u003d")
     return text
 
 
@@ -133,7 +147,11 @@ def format_pairs(encoded: object) -> str:
             continue
         name, datatype, lexical = (unquote(p) for p in parts)
         value = _decode(datatype, lexical)
-        shown = _text(value, value=True) if isinstance(value, str) and datatype in _STRINGS \
-            else format_value(value)
+        if isinstance(value, str) and datatype in _STRINGS:
+            shown = _text(value, value=True)
+        elif isinstance(value, str):  # a list (rdf:JSON) as its JSON text
+            shown = _no_separator(value)
+        else:
+            shown = format_value(value)
         pairs.append((_text(name, value=False), shown))
     return "; ".join(f"{n}={v}" for n, v in sorted(set(pairs)))
