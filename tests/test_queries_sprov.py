@@ -273,9 +273,10 @@ def test_s2_puts_each_adapted_value_on_the_component_that_uses_it(embedded_store
                    ("training", "a1/training", "learning_rate=0.05")]
 
 
+@pytest.mark.parametrize("hosts", [False, True])
 @pytest.mark.parametrize("split", [1, 2, 3])
 def test_the_spec_between_a_task_s_end_and_its_later_begin_gives_the_graph_one_session_gives(
-        embedded_store, split):
+        embedded_store, split, hosts):
     """Found by black-box testing: an adaptation whose end was stored (no spec yet) before
     its begin came, in a later session that also registered the spec, never got its
     s-prov:Change, and its new value stayed s-prov:Data: the registration could not tell
@@ -284,6 +285,11 @@ def test_the_spec_between_a_task_s_end_and_its_later_begin_gives_the_graph_one_s
 
     spec = parse_spec(SPLIT_SPEC)
     events = _split_events()
+    if hosts:  # each begin names its own process (a forked worker): the change went to the
+        # adaptation's process when the spec came late, to the run's in one session
+        for k, e in enumerate(events):
+            if e["type"] == "task" and e["event"] == "begin":
+                e["environment"] = {"host": f"h{k}", "pid": 100 + k}
     ends = [e for e in events if e.get("event") == "end" and e["type"] == "task"]
     begins = [e for e in events if e not in ends]
     ingest_events(embedded_store, events, specs=[spec], schema="sprov")

@@ -226,7 +226,10 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
     targets = _change_targets(wt.spec, tt.name, [v["name"] for v in generated])
     at = st.time(e["time"])
     for target, names in targets.items():
-        inst = _instance(e, target, st, out,
+        # the run's instance of the changed component, whatever process the adaptation ran
+        # in: an invocation's own process is known only from its begin, which may come in a
+        # later session than this end, where the change is then added (late_change_update)
+        inst = _instance({**e, "environment": None}, target, st, out,
                          st.transformation(wt, target).term if target != tt.name else tt.term)
         change = st.mint.other("change", *_change_id(e["id"], target, targets))
         if at is not None:
@@ -286,21 +289,21 @@ def late_change_update(spec: Spec, adaptations: list[tuple[str, str, str, str, s
     IRI, run IRI, run id, process IRI, names of its generated values), IRIs without brackets,
     from :func:`adaptation_invocations_query`. None: nothing to add."""
     changes = []
-    for task, inst, run, run_id, proc, names in adaptations:
+    for task, inst, run, run_id, _proc, names in adaptations:
         task_id = id_from_iri(task, "task", base=mint.base)
         adaptation = _adaptation_name(spec, inst, run_id, mint)
         if task_id is None or adaptation is None:
             continue
         targets = _change_targets(spec, adaptation, sorted(set(names)))
-        own = mint.other("instance", run_id, adaptation)[:-1]  # without '>': host / pid follow
+        run_proc = mint.other("process", run_id)  # as _change: the run's instance, process
         for target, changed in targets.items():
-            target_inst = mint.other("instance", run_id, target)[:-1] + inst[len(own) - 1:] + ">"
+            target_inst = mint.other("instance", run_id, target)
             change = mint.other("change", *_change_id(task_id, target, targets))
             changes += [f"(<{task}> {change} {target_inst} {mint.spec(spec.workflow, target)} "
-                        f"<{proc}> <{run}> {literal(name)})" for name in changed]
+                        f"{run_proc} <{run}> {literal(name)})" for name in changed]
     if not changes:
         return None
-    return (f"INSERT {{ ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
+    return (f"INSERT {{ ?proc {A} {SP.SystemProcess} . ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
             f"{P.atLocation} ?proc ; {SP.qualifiedChange} ?change ; {SP.hasChanged} {literal(True)} ; "
             f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst . "
             f"?change {A} {SP.Change} ; {P.hadActivity} ?task ; {P.atTime} ?time ; {P.entity} ?v }} "
