@@ -113,7 +113,7 @@ def url_options(query: str, known: tuple[str, ...], what: str) -> dict[str, str]
     """The ``?k=v`` options of a sink URL (the last of a repeated one). An option the sink does
     not know is refused by name: ``?compresion=gzip`` was silently ignored (the listener refuses
     it), and the events went out uncompressed without a word."""
-    options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    options = {k: v[-1] for k, v in parse_qs(query).items()}  # a blank value: not given
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise ValueError(f"{what} URL option {unknown[0]!r} is unknown "
