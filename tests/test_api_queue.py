@@ -138,6 +138,46 @@ def test_a_cursor_that_cannot_be_written_does_not_stop_the_applier(tmp_path: Pat
     assert got == [b"first", b"second"]
 
 
+class _FillingDisk:
+    """The queue's segment file on a disk that fills up: while ``full``, a write takes a few
+    bytes and the next one fails, as the kernel does on ENOSPC."""
+
+    def __init__(self, file) -> None:
+        self.file, self.full = file, False
+
+    def write(self, data) -> int:
+        if self.full:
+            if len(data) > 7:
+                return self.file.write(bytes(data[:7]))
+            raise OSError(28, "No space left on device")
+        return self.file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
+def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(tmp_path: Path) -> None:
+    """Found by black-box testing: a batch partly written on a full disk got 202 and was lost
+    (its torn bytes hid every later record), and the writer thread ended, so every later
+    batch got 503 until a restart."""
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply) as queue:
+        queue.put(b"first", events=1)
+        disk = queue._file = _FillingDisk(queue._file)
+        disk.full = True
+        with pytest.raises(QueueUnavailable, match="No space left"):
+            queue.put(b"second" * 100, events=1)
+        assert queue.refusing() is not None
+        disk.full = False  # space freed: the queue takes batches again, no restart
+        queue.put(b"third", events=1)
+        assert queue.wait_idle(20) and queue.refusing() is None
+    assert got == [b"first", b"third"]
+    replayed, apply = collect()
+    with IngestQueue(tmp_path, apply) as queue:  # nothing torn, nothing lost on disk either
+        assert queue.wait_idle(20)
+        assert queue.stats().replayed_events == 0
+
+
 def test_a_batch_the_mapper_refuses_goes_to_rejected_log_and_the_rest_applies(tmp_path: Path) -> None:
     got: list[bytes] = []
 
@@ -167,3 +207,20 @@ def test_closed_queue_refuses(tmp_path: Path) -> None:
     with pytest.raises(QueueUnavailable):
         queue.submit(b"late", events=1)
     assert os.path.exists(tmp_path / "cursor") or list(tmp_path.glob("*.seg"))
+
+
+def test_a_spec_registry_on_a_full_disk_says_the_queue_is_unavailable(tmp_path: Path, monkeypatch) -> None:
+    # found by black-box testing: POST /v1/specs on a full queue disk answered 500 "internal"
+    from provkg.api.specs import SpecRegistry
+    from provkg.spec import parse_spec
+
+    spec = parse_spec("workflow: w\nphase: learning\ntransformations: [{name: t, kind: training}]\n")
+    registry = SpecRegistry(tmp_path)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("provkg.api.specs.os.replace", full)
+    with pytest.raises(QueueUnavailable, match="spec registry .* cannot be written: No space left"):
+        registry.put(spec, "{}")
+    assert registry.specs() == {}  # nothing half saved

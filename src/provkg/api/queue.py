@@ -30,6 +30,7 @@ by :meth:`IngestQueue.stalled` while it lasts.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -120,6 +121,8 @@ class IngestQueue:
         self._file = None
         self._lock_file = None
         self._error: BaseException | None = None
+        #: (since, problem) while the queue's disk refuses batches (each is refused, 503)
+        self._write_failed: tuple[float, str] | None = None
 
     # -- life cycle -----------------------------------------------------------
 
@@ -223,6 +226,13 @@ class IngestQueue:
             failing = self._failing
         return None if failing is None else (time.monotonic() - failing[0], failing[1])
 
+    def refusing(self) -> tuple[float, str] | None:
+        """``(seconds, problem)`` since the queue's disk refused the last batch written (each
+        such batch was refused, 503), until one is written again; else None."""
+        with self._cond:
+            failed = self._write_failed
+        return None if failed is None else (time.monotonic() - failed[0], failed[1])
+
     # -- the writer -------------------------------------------------------------
 
     def _write_loop(self) -> None:
@@ -235,14 +245,19 @@ class IngestQueue:
                     return
             try:
                 self._append([self._record(p, n) for p, n, _ in pending])
-            except OSError as exc:  # disk full, I/O error: refuse rather than lie
+            except OSError as exc:
+                # disk full, I/O error: these batches are refused (503), not acknowledged, and
+                # the next ones are tried again, so the queue takes batches once the disk is
+                # fine (black-box testing: the writer thread ended, and every later POST got
+                # 503 until a restart)
                 log.error("ingest queue cannot write to %s: %s", self.directory, exc)
                 with self._cond:
-                    self._error = exc
+                    self._write_failed = (time.monotonic(), str(exc))
                 for _, _, future in pending:
                     future.set_exception(QueueUnavailable(f"the ingest queue cannot write: {exc}"))
-                return
+                continue
             with self._cond:
+                self._write_failed = None
                 self._counts["accepted_batches"] += len(pending)
                 self._counts["accepted_events"] += sum(n for _, n, _ in pending)
                 self._cond.notify_all()
@@ -259,11 +274,27 @@ class IngestQueue:
         if offset and offset + len(data) > self._segment_bytes:
             self._open_segment(index + 1)
             index, offset = index + 1, 0
+            with self._cond:  # the previous segment is complete: an empty new one is durable
+                self._active_index, self._durable = index, (index, 0)
         assert self._file is not None
-        self._file.write(data)
-        self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
+        try:
+            view = memoryview(data)
+            while view:  # an unbuffered write may write part of it (a disk filling up)
+                written = self._file.write(view)
+                if not written:
+                    raise OSError(errno.ENOSPC, "the queue's disk took no more bytes")
+                view = view[written:]
+            if self._fsync:
+                os.fsync(self._file.fileno())
+        except OSError:
+            # nothing of these records may stay: a part would be read as a torn record, and
+            # the records after it (once the disk is fine again) never be applied (black-box
+            # testing: a batch partly written on a full disk was acknowledged and lost)
+            try:
+                os.ftruncate(self._file.fileno(), offset)
+            except OSError as exc:
+                log.error("could not cut the ingest queue's segment back to %d bytes: %s", offset, exc)
+            raise
         with self._cond:
             self._active_index = index
             self._durable = (index, offset + len(data))

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from provkg.api.errors import QueueUnavailable
 from provkg.errors import BadSpec
 from provkg.spec import Spec, parse_spec
 
@@ -84,13 +85,17 @@ class SpecRegistry:
             self._save(texts, specs)
 
     def _save(self, texts: dict[str, str], specs: dict[str, Spec]) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "wb") as out:
-            out.write(orjson.dumps(texts))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self._path)
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as out:
+                out.write(orjson.dumps(texts))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self._path)
+        except OSError as exc:  # a full disk: 503, as for events (black-box testing: a 500)
+            raise QueueUnavailable(f"the spec registry in {self._path.parent} cannot be "
+                                   f"written: {exc.strerror or exc}") from exc
         self._texts, self._specs = texts, specs
 
     def specs(self) -> dict[str, Spec]:

@@ -53,6 +53,10 @@ async def ready(request: Request) -> Any:
     queue = service.queue
     if not queue.healthy:
         problems.append("ingest queue: stopped (see the server log)")
+    refusing = queue.refusing()
+    if refusing is not None:
+        problems.append(f"ingest queue: its disk refused the last batch {refusing[0]:.0f} s ago "
+                        f"({refusing[1]}); batches are refused (503) until one can be written")
     stalled = queue.stalled()
     if stalled is not None and stalled[0] >= STALLED_AFTER_S:
         problems.append(f"ingest queue: no batch applied for {stalled[0]:.0f} s, retrying "
