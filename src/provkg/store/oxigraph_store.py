@@ -94,9 +94,7 @@ class OxigraphStore(Store):
     _bulk_loaded = 0
     #: opened with Oxigraph's read-only mode (no lock taken: ``open_store(read_only=True)``)
     _read_only = False
-    #: the pyoxigraph store (``_store``); None once closed, or after a failed write until reopened
-    _db: Any = None
-    #: a write failed: the store is opened again before its next use (``_store``)
+    #: a write failed: the store is opened again before the next write (``_writable``)
     _reopening = False
 
     def __init__(self, directory: str | Path | None, *, url: str | None = None,
@@ -138,14 +136,14 @@ class OxigraphStore(Store):
 
     def add(self, triples: Iterable[Triple], *, graph: str | None = None,
             trusted: bool = False) -> int:
-        self._check_open()
         fmt = ox.RdfFormat.N_TRIPLES if graph is None else ox.RdfFormat.N_QUADS
         total = 0
         it = iter(triples)
         while chunk := list(itertools.islice(it, CHUNK)):
             data, n = ntriples_bytes(chunk, graph)
             bulk = n >= BULK_MIN
-            load = self._store.bulk_load if bulk else self._store.load
+            db = self._writable()  # before the bound method below holds the handle
+            load = db.bulk_load if bulk else db.load
             self._write(functools.partial(load, input=data, format=fmt, lenient=trusted))
             if bulk:  # two adds may race here (parallel_adds): a lost count only delays compaction
                 self._bulk_loaded += n
@@ -187,7 +185,7 @@ class OxigraphStore(Store):
                           and loaded < COMPACT_SHARE * len(self._store)):
             return None
         start = time.perf_counter()
-        self._write(self._store.optimize, what="the compacted files")
+        self._write(lambda: self._store.optimize(), what="the compacted files")
         return time.perf_counter() - start
 
     def update(self, sparql: str) -> None:
@@ -277,7 +275,7 @@ class OxigraphStore(Store):
             raise StoreError(f"Oxigraph could not run the query: {exc}") from exc
 
     def _write(self, action: Callable[[], object], *, what: str = "the triples") -> None:
-        self._check_open()
+        self._writable()
         if self._read_only:
             held = " (another process holds it)" if self.snapshot else ""
             raise StoreUnavailable(f"the store {self.url} was opened read-only{held}, so {what} "
@@ -291,9 +289,9 @@ class OxigraphStore(Store):
         except (OSError, ValueError) as exc:
             if isinstance(exc, OSError) and self.directory is not None:
                 # RocksDB now refuses every write until the database is opened again: the
-                # next use of the store reopens it (_store), once ``action`` (which holds
-                # this handle, and RocksDB's lock with it) is gone
-                self._db, self._reopening = None, True
+                # next write reopens it (_writable), once ``action`` (which holds this handle,
+                # and RocksDB's lock with it) is gone; reads go on meanwhile
+                self._reopening = True
             raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
         except MemoryError as exc:
             if "buffer maximal size" not in str(exc):
@@ -304,25 +302,32 @@ class OxigraphStore(Store):
                            "one RDF term may hold here; keep big content in a file and record "
                            "its location (capture.ref)") from exc
 
-    @property
-    def _store(self) -> Any:
-        """The pyoxigraph store; after a failed write it is opened again here first (found by
-        black-box testing: once the full disk was freed the server still retried for ever,
-        as RocksDB refuses every write after one failed until it is reopened)."""
+    def _writable(self) -> Any:
+        """The pyoxigraph store, opened again first if a write failed since (``_reopen``)."""
         if self._reopening:
             self._reopen()
-        return self._db
-
-    @_store.setter
-    def _store(self, value: Any) -> None:
-        self._db = value
+        self._check_open()
+        return self._store
 
     def _reopen(self) -> None:
+        """After a failed write (a full disk, an I/O error) RocksDB refuses every later write
+        until the database is opened again, so a retry failed for ever even once space was
+        back (found by black-box testing). Opened again here, before the next write; reads
+        went on with the old handle meanwhile. While it cannot be opened for writing (the disk
+        still full), it is opened read-only, so reads go on, and the next write tries again.
+
+        Raises:
+            StoreError: it cannot be opened for writing yet."""
+        self._store = None  # ours goes, and RocksDB's lock with it
         try:
-            self._db = ox.Store(str(self.directory))
-        except OSError as exc:  # the disk still failing: the next use tries again
-            log.warning("could not reopen the store %s after a failed write: %s", self.url, exc)
-            return
+            self._store = ox.Store(str(self.directory))
+        except OSError as exc:
+            try:
+                self._store = ox.Store.read_only(str(self.directory))
+            except OSError:
+                pass
+            raise StoreError(f"the store {self.url} failed a write and cannot be opened for "
+                             f"writing yet (is its disk full?): {exc}") from exc
         self._reopening = False
         log.warning("reopened the store %s after a failed write", self.url)
 
