@@ -484,3 +484,13 @@ def test_a_value_named_only_in_derived_from_is_found_by_any_spelling_of_its_loca
         assert not any("has no captured value" in n for n in notes), (given, notes)
     notes = why_empty(embedded_store, "q3", {"dataset": "/raw/other.sgy"}, schema="typed")
     assert any("has no captured value" in n for n in notes), notes
+
+
+def test_a_folder_an_older_capture_stored_without_its_slash_is_found_by_path_and_by_uri(embedded_store):
+    # found by black-box testing: by its path it was, by its URI ("file:///data/old/") not
+    from provkg.service.links import values_at_location
+
+    node = iri(mint_iri("value", "file:///data/old"))
+    embedded_store.add([(node, iri(PROVLAKE.location), literal("file:///data/old", XSD.anyURI))])
+    for given in ("/data/old/", "file:///data/old/", "file:///data/old", "/data/old"):
+        assert values_at_location(embedded_store, given) == [node], given

@@ -164,6 +164,8 @@ def location_spellings(location: str) -> list[str]:
     else:
         return []
     forms = [written, canonical]  # a folder's path: written has no slash, as older captures
+    if canonical.startswith("file:///") and canonical.endswith("/") and len(canonical) > 8:
+        forms.append(canonical[:-1])  # a folder's URI: as older captures stored it, too
     if canonical.startswith("file:///"):
         path = canonical[len("file://"):]
         # as written now; with as_uri's escapes; raw (an accent or a space as it is)
