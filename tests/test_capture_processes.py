@@ -173,6 +173,8 @@ def test_a_forked_child_with_an_http_sink_spools_and_the_owner_delivers_at_end(t
     assert {("h", "begin"), ("h", "end")} <= keys
     assert not receiver.invalid
     assert spool_segments(tmp_path / "spool") == []  # the owner re-sent what the children left
+    # and left no emptied run folder behind (black-box testing: one per run in a job's folder)
+    assert not (tmp_path / "spool" / "h").exists()
 
 
 class KeepsSocket:

@@ -257,6 +257,7 @@ class Emitter:
         self._report_at_close()
         if adopt:
             self._report_others()
+            self.spool.remove_if_empty()
 
     def _report_others(self) -> None:
         """The owner ends the run while other processes of it hold spooled events it has not

@@ -249,7 +249,11 @@ class Spool:
                 self._current_since = time.monotonic()
             f = self._file
             if f is None or self._file_pid != os.getpid():  # (a forked child never reuses it)
-                f = open(self._current, "ab", buffering=0)
+                try:
+                    f = open(self._current, "ab", buffering=0)
+                except FileNotFoundError:  # the run's owner removed the emptied folder just now
+                    self.directory.mkdir(parents=True, exist_ok=True)
+                    f = open(self._current, "ab", buffering=0)
                 if not _lock(f):  # a replay has it (or a forked child kept our descriptor)
                     f.close()
                     self._seal()  # no more appends; re-sent by us later unless delivered first
@@ -274,6 +278,17 @@ class Spool:
             if file is not None and self._file_pid == os.getpid():
                 try:
                     file.close()
+                except OSError:
+                    pass
+
+    def remove_if_empty(self) -> None:
+        """The run's owner, at its end: remove the run's folder when everything in it was
+        delivered (the segments forked children spooled, say), so a job's folder keeps no
+        empty spool folder per run (black-box testing); a folder with anything left stays."""
+        with self._lock:
+            if self._current is None or not self._current.exists():
+                try:
+                    self.directory.rmdir()  # only if empty
                 except OSError:
                     pass
 
