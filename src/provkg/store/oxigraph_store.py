@@ -15,6 +15,7 @@ import functools
 import gzip
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -41,6 +42,7 @@ from provkg.term import Triple
 __all__ = ["OxigraphStore", "oxigraph_result_term", "union_default_graph"]
 
 log = logging.getLogger("provkg.store")
+_REOPEN_LOCK = threading.Lock()
 
 #: triples serialized per bulk_load call: large enough to amortize the call, small
 #: enough to keep memory flat for millions of triples
@@ -305,7 +307,9 @@ class OxigraphStore(Store):
     def _writable(self) -> Any:
         """The pyoxigraph store, opened again first if a write failed since (``_reopen``)."""
         if self._reopening:
-            self._reopen()
+            with _REOPEN_LOCK:  # two writers (parallel_adds) reopen it once
+                if self._reopening:
+                    self._reopen()
         self._check_open()
         return self._store
 
