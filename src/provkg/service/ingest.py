@@ -120,7 +120,7 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     # queries); the marker says what was under way, and finish_registrations completes it
     pending = literal(json.dumps({"schema": schema, "spec": spec_document(spec)},
                                  sort_keys=True, ensure_ascii=False), RDF.JSON)
-    store.update(f"DELETE {{ {wf} {PK.registering} ?p }} WHERE {{ {wf} {PK.registering} ?p }}")
+    _done_registering(store, wf)  # another registration's, cut short: this one replaces it
     store.add([(wf, PK.registering, pending)])
     replaced = _replaced_specs(store, wf, document)
     for old in replaced:
@@ -148,8 +148,13 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     store.update(f"DELETE {{ {wf} {PK.specDocument} ?d }} WHERE {{ {wf} {PK.specDocument} ?d "
                  f"FILTER(!sameTerm(?d, {document})) }}")
     n += store.add([(wf, PK.specDocument, document)])
-    store.update(f"DELETE DATA {{ {wf} {PK.registering} {pending} }}")
+    _done_registering(store, wf)
     return n
+
+
+def _done_registering(store: Store, wf: str) -> None:
+    # by pattern: a long literal in DELETE DATA is not matched by every store (Virtuoso)
+    store.update(f"DELETE {{ {wf} {PK.registering} ?p }} WHERE {{ {wf} {PK.registering} ?p }}")
 
 
 def finish_registrations(store: Store, *, base: str = DEFAULT_BASE) -> list[str]:
@@ -168,8 +173,7 @@ def finish_registrations(store: Store, *, base: str = DEFAULT_BASE) -> list[str]
             continue
         register_spec(store, spec, schema=schema, base=base)
         # registered whole before the crash (only the marker left): register_spec returned early
-        store.update(f"DELETE {{ {iri(str(wf))} {PK.registering} ?p }} WHERE "
-                     f"{{ {iri(str(wf))} {PK.registering} ?p }}")
+        _done_registering(store, iri(str(wf)))
         log.warning("completed the registration of the spec of workflow %r that an earlier "
                     "process did not finish", spec.workflow)
         done.append(spec.workflow)
