@@ -341,7 +341,7 @@ class _CrashingStore:
 
 
 @pytest.mark.parametrize("schema", ["typed", "tagged", "sprov"])
-def test_a_spec_registration_cut_at_any_write_is_completed_by_the_next_process(embedded_store, schema) -> None:
+def test_a_spec_registration_cut_at_any_write_is_completed_by_the_next_process(store, schema) -> None:
     """Found by black-box testing: kill -9 during POST /v1/specs left the old spec's triples
     gone (eight canned queries empty) or parts of both specs, for good; a restart did not
     repair it. Now the next writer completes the registration: the graph is the one an
@@ -353,14 +353,14 @@ def test_a_spec_registration_cut_at_any_write_is_completed_by_the_next_process(e
         "      - {name: accuracy", "      - {name: momentum, role: hyperparameter}\n      - {name: accuracy"))
 
     def before() -> None:
-        embedded_store.clear()
-        ingest_events(embedded_store, _run("r1", 1.0e9), specs=[v1], schema=schema)
+        store.clear()
+        ingest_events(store, _run("r1", 1.0e9), specs=[v1], schema=schema)
 
     def graph() -> set:
-        return set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+        return set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
 
     before()
-    counting = _CrashingStore(embedded_store, at=0)
+    counting = _CrashingStore(store, at=0)
     register_spec(counting, v2, schema=schema)
     whole, writes = graph(), counting.writes
     assert writes >= 4 and not any("registering" in t[1] for t in whole)
@@ -369,9 +369,9 @@ def test_a_spec_registration_cut_at_any_write_is_completed_by_the_next_process(e
     for at in range(1, writes + 1):
         before()
         with pytest.raises(_Crash):
-            register_spec(_CrashingStore(embedded_store, at), v2, schema=schema)
-        completed = finish_registrations(embedded_store)
+            register_spec(_CrashingStore(store, at), v2, schema=schema)
+        completed = finish_registrations(store)
         # cut before its marker was written, nothing had changed yet; after, it is completed
         assert completed == (["w"] if at > 2 else []), at
         assert graph() == (whole if completed else untouched), (at, graph() ^ whole)
-        assert stored_specs(embedded_store) == [v2 if completed else v1]
+        assert stored_specs(store) == [v2 if completed else v1]
