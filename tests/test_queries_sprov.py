@@ -276,7 +276,7 @@ def test_s2_puts_each_adapted_value_on_the_component_that_uses_it(embedded_store
 @pytest.mark.parametrize("hosts", [False, True])
 @pytest.mark.parametrize("split", [1, 2, 3])
 def test_the_spec_between_a_task_s_end_and_its_later_begin_gives_the_graph_one_session_gives(
-        embedded_store, split, hosts):
+        store, split, hosts):
     """Found by black-box testing: an adaptation whose end was stored (no spec yet) before
     its begin came, in a later session that also registered the spec, never got its
     s-prov:Change, and its new value stayed s-prov:Data: the registration could not tell
@@ -292,14 +292,14 @@ def test_the_spec_between_a_task_s_end_and_its_later_begin_gives_the_graph_one_s
                 e["environment"] = {"host": f"h{k}", "pid": 100 + k}
     ends = [e for e in events if e.get("event") == "end" and e["type"] == "task"]
     begins = [e for e in events if e not in ends]
-    ingest_events(embedded_store, events, specs=[spec], schema="sprov")
-    whole = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
-    embedded_store.clear()
+    ingest_events(store, events, specs=[spec], schema="sprov")
+    whole = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    store.clear()
     # ends first, without the spec; then the spec (alone, or with the begins) and the begins
-    ingest_events(embedded_store, [events[0], *ends[:split]], schema="sprov")
-    ingest_events(embedded_store, [], specs=[spec], schema="sprov")
-    ingest_events(embedded_store, [*begins, *ends[split:]], specs=[spec], schema="sprov")
-    late = set(embedded_store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
+    ingest_events(store, [events[0], *ends[:split]], schema="sprov")
+    ingest_events(store, [], specs=[spec], schema="sprov")
+    ingest_events(store, [*begins, *ends[split:]], specs=[spec], schema="sprov")
+    late = set(store.construct("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"))
     assert late == whole, late ^ whole
 
 
