@@ -156,7 +156,7 @@ class _FillingDisk:
         return getattr(self.file, name)
 
 
-def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(tmp_path: Path) -> None:
+def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(tmp_path: Path, monkeypatch) -> None:
     """Found by black-box testing: a batch partly written on a full disk got 202 and was lost
     (its torn bytes hid every later record), and the writer thread ended, so every later
     batch got 503 until a restart."""
@@ -169,8 +169,16 @@ def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(t
             queue.put(b"second" * 100, events=1)
         assert queue.refusing() is not None
         disk.full = False  # space freed: the queue takes batches again, no restart
+        # and says so without a batch first (a readiness probe keeps traffic away meanwhile)
+        monkeypatch.setattr("provkg.api.queue._PROBE_EVERY_S", 0.05)
+        with queue._cond:
+            queue._cond.notify_all()
+        deadline = time.monotonic() + 10
+        while queue.refusing() is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert queue.refusing() is None
         queue.put(b"third", events=1)
-        assert queue.wait_idle(20) and queue.refusing() is None
+        assert queue.wait_idle(20)
     assert got == [b"first", b"third"]
     replayed, apply = collect()
     with IngestQueue(tmp_path, apply) as queue:  # nothing torn, nothing lost on disk either
@@ -207,6 +215,23 @@ def test_closed_queue_refuses(tmp_path: Path) -> None:
     with pytest.raises(QueueUnavailable):
         queue.submit(b"late", events=1)
     assert os.path.exists(tmp_path / "cursor") or list(tmp_path.glob("*.seg"))
+
+
+def test_a_segment_that_cannot_be_made_refuses_that_batch_only(tmp_path: Path) -> None:
+    """Found by black-box testing: when the next segment could not be created (no inode
+    left), the current one had been closed first, the writer thread died on the next write,
+    and every later POST hung until a restart."""
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply, segment_bytes=1000) as queue:
+        queue.put(b"a" * 600, events=1)
+        (tmp_path / "000000000002.seg").mkdir()  # the next segment's name is taken: open fails
+        with pytest.raises(QueueUnavailable):
+            queue.put(b"b" * 600, events=1)  # needs the next segment
+        queue.put(b"c" * 10, events=1)  # fits the current one, still open
+        (tmp_path / "000000000002.seg").rmdir()
+        queue.put(b"d" * 600, events=1)  # the next segment can be made now
+        assert queue.wait_idle(20)
+    assert got == [b"a" * 600, b"c" * 10, b"d" * 600]
 
 
 def test_a_spec_registry_on_a_full_disk_says_the_queue_is_unavailable(tmp_path: Path, monkeypatch) -> None:

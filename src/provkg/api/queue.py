@@ -55,6 +55,8 @@ _MAGIC = b"PKQ1"
 _HEADER = struct.Struct("<4sIII")  # magic, payload length, events, crc32(payload)
 _SEGMENT_BYTES = 64 * 1024 * 1024
 _RETRY_MAX_S = 5.0
+#: while the disk refuses batches, how often the writer sees whether it has room again
+_PROBE_EVERY_S = 5.0
 _CURSOR_EVERY_S = 0.5
 
 
@@ -239,13 +241,21 @@ class IngestQueue:
         while True:
             with self._cond:
                 while not self._pending and not self._closing:
-                    self._cond.wait()
+                    if self._write_failed is None:
+                        self._cond.wait()
+                        continue
+                    # the disk refused the last batch: see now and then whether it has room
+                    # again, so health says ready without waiting for a batch (black-box
+                    # testing: a readiness probe kept traffic away, so it never did)
+                    self._cond.wait(_PROBE_EVERY_S)
+                    if not self._pending and not self._closing and self._disk_takes_writes():
+                        self._write_failed = None
                 pending, self._pending = self._pending, []
                 if not pending and self._closing:
                     return
             try:
                 self._append([self._record(p, n) for p, n, _ in pending])
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a file closed under us
                 # disk full, I/O error: these batches are refused (503), not acknowledged, and
                 # the next ones are tried again, so the queue takes batches once the disk is
                 # fine (black-box testing: the writer thread ended, and every later POST got
@@ -263,6 +273,19 @@ class IngestQueue:
                 self._cond.notify_all()
             for _, n, future in pending:
                 future.set_result(n)
+
+    def _disk_takes_writes(self) -> bool:
+        """Whether a page can be written (and synced) in the queue's folder now."""
+        probe = self.directory / "probe.tmp"
+        try:
+            with open(probe, "wb", buffering=0) as out:
+                out.write(b"\0" * 4096)
+                os.fsync(out.fileno())
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.unlink(missing_ok=True)
 
     @staticmethod
     def _record(payload: bytes, events: int) -> bytes:
@@ -300,9 +323,13 @@ class IngestQueue:
             self._durable = (index, offset + len(data))
 
     def _open_segment(self, index: int) -> None:
+        # the new file first: if it cannot be made (no inode, too many open files) the current
+        # one stays open and takes the next batches (black-box testing: it was closed first,
+        # and the writer thread died on the next write)
+        opened = open(self._segment_path(index), "ab", buffering=0)
         if self._file is not None:
             self._file.close()
-        self._file = open(self._segment_path(index), "ab", buffering=0)
+        self._file = opened
         if self._fsync:  # the new file's name must survive a crash too
             dir_fd = os.open(self.directory, os.O_RDONLY)
             try:
