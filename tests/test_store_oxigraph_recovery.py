@@ -65,3 +65,31 @@ def test_while_it_cannot_be_reopened_reads_go_on_and_the_next_write_tries_again(
         assert store.count() == 1 and store.select("SELECT ?o WHERE { ?s ?p ?o }").rows == [["1"]]
         store.add([U])  # the next write tries again, and succeeds
         assert len(attempts) == 2 and store.count() == 2
+
+
+def test_closing_while_it_cannot_be_reopened_loses_nothing_and_raises_nothing(tmp_path: Path, monkeypatch) -> None:
+    # found by black-box testing: SIGTERM on a full disk ended in a traceback (flush of the
+    # read-only stand-in) and "Application shutdown failed"
+    import pyoxigraph as ox
+
+    from provkg.store import oxigraph_store
+
+    store = open_store(f"oxigraph:{tmp_path / 's'}")
+    store.add([T])
+    real = ox.Store
+
+    class Refusing:
+        read_only = staticmethod(real.read_only)
+
+        def __new__(cls, *args, **kwargs):
+            raise OSError(28, "IO error: No space left on device")
+
+    monkeypatch.setattr(oxigraph_store.ox, "Store", Refusing)
+    with pytest.raises(StoreError):
+        store._write(_fail())
+    with pytest.raises(StoreError):
+        store.add([U])
+    store.close()
+    monkeypatch.setattr(oxigraph_store.ox, "Store", real)
+    with open_store(f"oxigraph:{tmp_path / 's'}") as again:
+        assert again.count() == 1
