@@ -345,3 +345,29 @@ def test_a_receiver_refusing_even_small_events_as_too_large_keeps_them_in_the_sp
     assert not (spool / "rejected").exists() or not list((spool / "rejected").iterdir())
     assert set(_spooled(spool)) == expected_keys(wf.id, ids)
     assert "refuses even a single small event as too large" in caplog.text
+
+
+def test_replay_leaves_files_that_are_no_spool_segments_alone(tmp_path, capsys):
+    """Found by black-box testing: `provkg replay --to URL photo.png` (or a folder holding a
+    data.jsonl of one's own) re-sent nothing, exited 0 and deleted the file."""
+    from provkg.cli import main
+
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00image bytes\n")
+    mine = tmp_path / "thesis" / "data.jsonl"
+    mine.parent.mkdir()
+    mine.write_text('{"text": "a dataset line of my own"}\n')
+    sink = tmp_path / "out"
+    assert main(["replay", "--to", f"file:{sink}", str(photo)]) == 1
+    assert main(["replay", "--to", f"file:{sink}", str(mine.parent)]) == 1
+    err = capsys.readouterr().err
+    assert "photo.png: line 1 is not JSON, so this is no spool segment" in err
+    assert "data.jsonl: line 1 is not a provkg event" in err
+    assert photo.exists() and mine.exists()
+    # a real segment with a torn last line is still replayed (and then deleted)
+    segment = tmp_path / "spool" / "r" / "00000000000000000001-1-00000001.jsonl"
+    segment.parent.mkdir(parents=True)
+    event = {"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": "w"}
+    segment.write_bytes(json.dumps(event).encode() + b"\n" + b'{"type": "ta')
+    assert main(["replay", "--to", f"file:{sink}", str(tmp_path / "spool")]) == 0
+    assert not segment.exists()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class ReplayReport:
     rejected: int = 0
     #: segments a live run was still appending to: left to it (or to a later replay)
     skipped: int = 0
+    #: files that are no spool segments (a line that is no provkg event): left as they are
+    foreign: list[str] = field(default_factory=list)
 
 
 #: one spooled event: its line (newline-terminated JSON), the decoded event, its run
@@ -80,7 +82,12 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
 def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, rejected_folder: Path,
                     report: ReplayReport, *, batch_size: int, to: str) -> None:
     """Send one claimed segment; delete it, or keep in it what was not delivered."""
-    items = _read(held.read(), segment)
+    data = held.read()
+    why = _foreign(data)
+    if why is not None:  # never deleted: not ours (black-box testing: a PNG given was deleted)
+        report.foreign.append(f"{segment}: {why}")
+        return
+    items = _read(data, segment)
     # a file of rejected/ keeps what is refused again (no rejected/rejected)
     in_place = segment.parent == rejected_folder
     refused: list[tuple[bytes, str]] = []
@@ -136,6 +143,28 @@ def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
         if end == len(part) or part[end][2] != part[start][2]:
             send_lines([line for line, _, _ in part[start:end]], run_id=part[start][2])
             start = end
+
+
+def _foreign(data: bytes) -> str | None:
+    """Why ``data`` is no spool segment, or None: every complete line of a segment is a
+    provkg event (a JSON object with ``type`` and ``event``); only a last line without its
+    newline (a write torn by a crash) may be anything."""
+    lines = data.split(b"\n")
+    complete = lines[:-1]  # the part after the last newline: a torn write, if anything
+    for n, line in enumerate(complete, 1):
+        if not line.strip():
+            continue
+        try:
+            event = loads_exact(line)
+        except ValueError:
+            return f"line {n} is not JSON, so this is no spool segment; it is left as it is"
+        if not (isinstance(event, dict) and event.get("type") in ("workflow", "task")
+                and "event" in event):
+            return (f"line {n} is not a provkg event, so this is no spool segment; it is left "
+                    "as it is")
+    if not complete and lines[0].strip():
+        return "it holds no complete line, so this is no spool segment; it is left as it is"
+    return None
 
 
 def _read(data: bytes, segment: Path) -> list[_Item]:
@@ -200,5 +229,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + (f"; {report.skipped} segments left alone: a running workflow is still writing "
              "them (it re-sends them itself)" if report.skipped else ""),
           file=sys.stderr)
-    return 0
+    for line in report.foreign:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if report.foreign else 0
 
