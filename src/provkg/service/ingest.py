@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import orjson
 
 from provkg.errors import BadEvent, BadSpec, MappingError, ProvkgError
+from provkg.events import load_json
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, sprov, typed
 from provkg.mapper.common import Minter
 from provkg.mapper.summary import STATE, SectionSummaries
@@ -614,7 +614,7 @@ class Ingestor:
                 if kind == "ended":
                     got["ended"] = True
                 elif kind == "event":  # a record of provkg before summaryState
-                    got["events"].append(orjson.loads(str(text)))
+                    got["events"].append(load_json(str(text)))
                     task = "<" + str(t) + ">"
                     got["old"] += [(task, PK.pendingParent, parent),
                                    (task, PK.pendingEvent, literal(str(text), RDF.JSON))]
@@ -640,7 +640,7 @@ class Ingestor:
             if tid is None:
                 continue
             task = "<" + str(t) + ">"
-            events.append(orjson.loads(str(text)))
+            events.append(load_json(str(text)))
             summaries.retract.add((task, PK.pendingEvent, literal(str(text), RDF.JSON)))
             if p is not None:  # a record of an earlier provkg: its parent is known
                 summaries.retract.add((task, PK.pendingParent, "<" + str(p) + ">"))
@@ -709,7 +709,7 @@ class Ingestor:
             wanted = set(tids)
             for p, doc_text in rows.rows:
                 pid = id_from_iri(str(p), "task", base=self.base)
-                doc = orjson.loads(str(doc_text))
+                doc = load_json(str(doc_text))
                 if pid is None or doc.get("section") != section:
                     continue
                 held = {pid + k for k in doc.get("under") or ()} | set(doc.get("other") or ())
@@ -732,7 +732,7 @@ class Ingestor:
                 f"?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?event }}")
             if not rows.rows:
                 continue
-            events = [orjson.loads(str(ev)) for _, _, ev in rows.rows]
+            events = [load_json(str(ev)) for _, _, ev in rows.rows]
             written += self._map(events)
             self._settle()
             self.store.update(f"DELETE {{ ?t {PK.pendingRun} ?run ; {PK.pendingEvent} ?e }} "
