@@ -515,3 +515,15 @@ def test_rdflib_names_the_empty_prefix_and_does_not_blame_a_declared_one() -> No
             store.select("PREFIX ex: <https://example.org/x#>\nPREFIX : <https://example.org/x#>\n"
                          "SELECT * WHERE { ?s ex:p ?o }")
         assert not isinstance(info.value, QuerySyntaxError)
+
+
+@pytest.mark.parametrize("shape", ["FILTER(" + "(" * 3000 + "1" + ")" * 3000 + ")",
+                                   "{ " * 3000 + "?s ?p ?o " + "} " * 3000])
+def test_a_query_nested_thousands_deep_is_refused_by_name(embedded_store, shape):
+    # found by black-box testing: `provkg sparql` on it ended in a segmentation fault
+    from provkg.errors import QuerySyntaxError
+
+    with pytest.raises(QuerySyntaxError, match="nests its brackets 300[0-9] deep; at most 500"):
+        embedded_store.select("SELECT * WHERE { ?s ?p ?o " + shape + " }")
+    assert embedded_store.select("SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 10 + "1"
+                                 + ")" * 10 + ") }").rows == []

@@ -24,7 +24,7 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
-    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise",
+    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise", "MAX_NESTING", "nesting_depth",
     "location_form", "path_location", "json_size",
 ]
 
@@ -208,6 +208,23 @@ def blank_noise(query: str) -> str:
     """``query`` with its comments, strings and IRIs blanked out, character for character:
     keywords found in it are the query's own, at the same offsets in ``query``."""
     return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)
+
+
+#: brackets a query may nest: far beyond any real query, and far below where Oxigraph's
+#: recursive parser runs out of stack (about 3,000 braces took the process down)
+MAX_NESTING = 500
+
+
+def nesting_depth(query: str) -> int:
+    """How deep a query's brackets ``{ ( `` nest (strings, IRIs and comments aside)."""
+    depth = deepest = 0
+    for c in blank_noise(query):
+        if c in "{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "})":
+            depth -= 1
+    return deepest
 
 
 # -- locations: one spelling per place ---------------------------------------------------

@@ -35,7 +35,7 @@ import pyoxigraph as ox
 from provkg.store.base import syntax_error
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
-from provkg.term import blank_noise
+from provkg.term import nesting_depth
 
 __all__ = ["answer", "main"]
 
@@ -56,18 +56,6 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
-def _depth(text: str) -> int:
-    """How deep a query's brackets nest (strings, IRIs and comments aside)."""
-    depth = deepest = 0
-    for c in blank_noise(text):
-        if c in "{(":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "})":
-            depth -= 1
-    return deepest
-
-
 def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | None:
     """The read-only guard (:func:`provkg.api.sparql_guard.check_query`), run here so that
     parsing counts against the time limit too: rdflib's parser takes seconds for a long
@@ -84,7 +72,7 @@ def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | 
         # said in Oxigraph's words, as `provkg sparql` on this store says it (black-box
         # testing: the API gave rdflib's message and position for the same query)
         try:
-            if _depth(text) <= 64:  # deeper, Oxigraph's recursive parser may take the process down
+            if nesting_depth(text) <= 64:  # deeper, Oxigraph's recursive parser may take the process down
                 ox.Store().query(text)  # an empty store: parses, and has nothing to evaluate
         except SyntaxError as parsed:
             exc = syntax_error(str(parsed), query=text)

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from provkg.errors import BadParameter, NotFound, QuerySyntaxError, QueryTimeout, StoreError
-from provkg.term import SPARQL_NOISE, Triple, blank_noise, escape_string, literal
+from provkg.term import (MAX_NESTING, SPARQL_NOISE, Triple, blank_noise, escape_string, literal,
+                         nesting_depth)
 from provkg.vocab import XSD
 
 __all__ = [
     "Store", "Rows", "python_value", "ntriples_term", "rdf_file", "rdf_format_of", "syntax_error",
     "ntriples_bytes", "RDF_FORMATS", "run_with_timeout", "result_term", "display_url",
+    "refuse_deep_nesting",
 ]
 
 T = TypeVar("T")
@@ -475,6 +477,20 @@ def undeclared_prefix(message: str, query: str) -> str | None:
 
 #: Oxigraph's parser lists every character it would have taken instead (Unicode ranges)
 _EXPECTED_LIST = "expected one of"
+
+
+def refuse_deep_nesting(query: str) -> None:
+    """Refuse a query whose brackets nest deeper than ``MAX_NESTING``: Oxigraph's parser
+    recurses per level, and about 3,000 took the process down (black-box testing: `provkg
+    sparql` ended in a segmentation fault).
+
+    Raises:
+        QuerySyntaxError: it nests too deep."""
+    if query.count("(") + query.count("{") > MAX_NESTING:  # else it cannot: counted at C speed
+        depth = nesting_depth(query)
+        if depth > MAX_NESTING:
+            raise QuerySyntaxError(f"the query nests its brackets {depth} deep; at most "
+                                   f"{MAX_NESTING} are taken")
 
 
 def _near(query: str, line: int, column: int) -> str | None:

@@ -32,6 +32,7 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_file,
+    refuse_deep_nesting,
     result_term,
     run_with_timeout,
     syntax_error,
@@ -270,6 +271,7 @@ class OxigraphStore(Store):
     # -- helpers ---------------------------------------------------------------
 
     def _query(self, query: str) -> object:
+        refuse_deep_nesting(query)
         db = self._reader()
         try:
             return db.query(query, use_default_graph_as_union=union_default_graph(db, query))

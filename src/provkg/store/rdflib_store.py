@@ -32,6 +32,7 @@ from provkg.store.base import (
     Rows,
     Store,
     declared_prefixes,
+    refuse_deep_nesting,
     ntriples_bytes,
     ntriples_term,
     python_value,
@@ -200,6 +201,7 @@ class RdflibStore(Store):
         return self._ds
 
     def _query(self, query: str):  # -> rdflib.query.Result
+        refuse_deep_nesting(query)
         ds = self._dataset()
         try:
             with _rdflib_call():
