@@ -155,6 +155,21 @@ def test_a_spec_body_is_read_up_to_4_mib(server: ApiServer) -> None:
     assert refused.status_code == 413 and "4194304" in refused.json()["detail"]
 
 
+@pytest.mark.parametrize(("media", "body", "said"), [
+    ("application/json", '{"workflow": "a", "x": ' + "[" * 5000 + "]" * 5000 + "}", "nests too deeply"),
+    ("application/json", '{"workflow": "a", "description": ' + "9" * 5000 + "}", "more than 4,300 digits"),
+    ("application/yaml", "workflow: a\nphase: learning\ntransformations: [{name: t}]\n"
+                         "description: " + "9" * 5000 + "\n", "more than 4,300 digits"),
+    ("application/yaml", "workflow: &a [*a]\n", "nests too deeply"),
+])
+def test_hostile_specs_are_refused_by_name(server: ApiServer, media: str, body: str, said: str) -> None:
+    # found by black-box testing: 500 "internal" with a RecursionError / ValueError in the log
+    answer = server.http.post("/v1/specs", content=body, headers={**AUTH, "Content-Type": media})
+    assert answer.status_code in (400, 422), answer.text
+    assert said in answer.json()["detail"]
+    assert "set_int_max_str_digits" not in answer.text
+
+
 def test_specs_yaml_and_json(server: ApiServer) -> None:
     created = server.http.post("/v1/specs", content=SPEC, headers={**AUTH, "Content-Type": "application/yaml"})
     assert created.status_code == 201, created.text

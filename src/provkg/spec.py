@@ -380,6 +380,20 @@ def _lone_surrogate(data: Any) -> bool:
 
 
 def _parse_checked(text: str, source: str) -> Spec:
+    """:func:`_parse_document`, Python's own limits said as a spec problem (found by black-box
+    testing: tracebacks in the CLI, and 500 from the API)."""
+    try:
+        return _parse_document(text, source)
+    except RecursionError:
+        raise BadSpec(f"{source}: the spec nests too deeply (or a YAML anchor refers to "
+                      "itself)") from None
+    except ValueError as exc:
+        if isinstance(exc, BadSpec) or "digits" not in str(exc):
+            raise
+        raise BadSpec(f"{source}: a number has more than 4,300 digits") from None
+
+
+def _parse_document(text: str, source: str) -> Spec:
     """:func:`parse_spec` of text :func:`_check_shape` has passed."""
     lines: dict[tuple[Any, ...], int] = {}
     dupes: list[tuple[tuple[Any, ...], str]] = []

@@ -70,8 +70,11 @@ async def post_spec(request: Request) -> dict[str, Any]:
         # a trailing comma or a byte-order mark passed here as JSON: black-box testing)
         try:
             json.loads(text)
+        except RecursionError:  # found by black-box testing: a 500
+            raise BadRequest("the body nests too deeply to be a spec") from None
         except ValueError as exc:
-            raise BadRequest(f"the body is not valid JSON ({exc}); send YAML as "
+            reason = ("a number has more than 4,300 digits" if "digits" in str(exc) else str(exc))
+            raise BadRequest(f"the body is not valid JSON ({reason}); send YAML as "
                              "application/yaml") from None
     def register() -> Any:
         with service.spec_lock:  # two posts at once: one after the other (black-box testing)
