@@ -4,6 +4,7 @@ were stored as plain PROVLake and every canned query answered nothing)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -169,3 +170,58 @@ def test_listener_urls_read_as_the_sink_reads_them_or_refused() -> None:
     for bad in ("mqtt://h:1/a+/c", "mqtt://h:1/a/b+"):
         with pytest.raises(BadParameter, match="is not valid"):
             parse_mqtt_url(bad)
+
+
+class _FullDisk:
+    """The queue's segment file on a full disk while ``full``: every write fails."""
+
+    def __init__(self, file) -> None:
+        self.file, self.full = file, True
+
+    def write(self, data) -> int:
+        if self.full:
+            raise OSError(28, "No space left on device")
+        return self.file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
+def test_messages_refused_on_a_full_queue_disk_are_taken_once_it_has_room(tmp_path: Path) -> None:
+    """Found by black-box testing: messages the queue refused (disk full) were neither
+    acknowledged nor sent again, and once they filled the broker's in-flight window the
+    listener took nothing more, even after the disk was freed, until it was restarted."""
+    import paho.mqtt.client as mqtt
+
+    from provkg.api.listener import MqttListener
+    from provkg.api.queue import IngestQueue
+
+    got: list[bytes] = []
+    events = _events()[:2]
+    with MosquittoBroker(tmp_path / "mqtt") as broker, \
+            IngestQueue(tmp_path / "queue", got.extend) as queue:
+        disk = queue._file = _FullDisk(queue._file)
+        listener = MqttListener(f"{broker.url}/fl/#", queue, client_id="full-disk").start()
+        try:
+            deadline = time.monotonic() + 30
+            while not listener.subscribed.is_set() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="device")
+            publisher.connect(broker.host, broker.port)
+            publisher.loop_start()
+            for i in range(30):  # more than mosquitto's in-flight window (20)
+                body = json.dumps({"format": "provkg.events/1", "events": [
+                    {**events[0], "id": f"run-{i}"}]}).encode()
+                publisher.publish(f"fl/run-{i}", body, qos=1).wait_for_publish(10)
+            time.sleep(1.5)
+            assert got == []  # nothing could be written
+            disk.full = False  # space freed: no restart
+            deadline = time.monotonic() + 60
+            while len(got) < 30 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            publisher.loop_stop()
+            publisher.disconnect()
+        finally:
+            listener.close()
+    ids = {json.loads(p)["events"][0]["id"] for p in got}
+    assert ids == {f"run-{i}" for i in range(30)}

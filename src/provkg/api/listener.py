@@ -23,6 +23,8 @@ import logging
 import re
 import signal
 import threading
+import time
+from typing import Any
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 import paho.mqtt.client as mqtt
@@ -131,6 +133,12 @@ class MqttListener:
         self._max_bytes = max_bytes
         self.subscribed = threading.Event()  # set once the broker confirmed the subscription
         self._closing = False
+        #: messages the queue refused (its disk full), in arrival order, not acknowledged:
+        #: submitted again by _retry_held until taken (the broker sends no more than its
+        #: in-flight window meanwhile, and would resend them only on a reconnect)
+        self._held: list[tuple[bytes, int, int, int]] = []
+        self._held_lock = threading.Lock()
+        self._retrying = False
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                   clean_session=False, protocol=mqtt.MQTTv311)
         user, password = mqtt_credentials(url)
@@ -199,13 +207,60 @@ class MqttListener:
         if not batch.events:
             client.ack(mid, qos)
             return
+        item = (payload, len(batch.events), mid, qos)
+        with self._held_lock:
+            if self._held:  # behind messages held already: in their order
+                self._held.append(item)
+                return
+        self._submit(item)
+
+    def _submit(self, item: tuple[bytes, int, int, int], *, again: bool = False) -> bool:
+        """Queue one message; acknowledged once durable, held for a retry if the queue (its
+        disk) refuses it. Whether the queue took it for writing."""
+        payload, events, mid, qos = item
         try:
-            future = self._queue.submit(payload, events=len(batch.events))
-        except ProvkgError as exc:  # queue closed or disk failing: do not ack, let it come again
-            log.error("could not queue an MQTT batch (%s); it stays with the broker", exc)
-            return
-        # resolved by the queue's writer after fsync, in submission order: PUBACKs stay ordered
-        future.add_done_callback(lambda f: f.exception() is None and client.ack(mid, qos))
+            future = self._queue.submit(payload, events=events)
+        except ProvkgError as exc:  # queue closed or failing: not acknowledged, held
+            self._hold(item, exc, first=again)
+            return False
+
+        def done(f: Any) -> None:  # by the queue's writer after fsync, in submission order
+            if f.exception() is None:
+                self.client.ack(mid, qos)
+            else:  # its disk refused the write (full): held, submitted again later
+                self._hold(item, f.exception())
+
+        future.add_done_callback(done)
+        return True
+
+    def _hold(self, item: tuple[bytes, int, int, int], problem: object, *, first: bool = False) -> None:
+        """Keep a message the queue refused and retry it: found by black-box testing, a
+        message refused on a full disk was never acknowledged nor sent again, and once the
+        broker's in-flight window was full of them the listener took nothing more."""
+        with self._held_lock:
+            self._held.insert(0, item) if first else self._held.append(item)
+            if self._retrying or self._closing:
+                return
+            self._retrying = True
+        log.error("could not queue an MQTT batch (%s); it stays unacknowledged and is queued "
+                  "again once the queue takes batches", problem)
+        threading.Thread(target=self._retry_held, name="provkg-mqtt-retry", daemon=True).start()
+
+    def _retry_held(self) -> None:
+        delay = 0.5
+        while not self._closing:
+            time.sleep(delay)
+            while not self._closing:
+                with self._held_lock:
+                    if not self._held:
+                        self._retrying = False
+                        return
+                    item = self._held.pop(0)
+                if not self._submit(item, again=True):  # refused again (held first): wait
+                    break
+            delay = min(delay * 2, 5.0)
+        with self._held_lock:
+            self._retrying = False
 
     def _decoded(self, payload: bytes) -> bytes:
         if payload.startswith(_GZIP):
