@@ -411,3 +411,16 @@ def test_rdflib_counts_a_triple_in_several_graphs_once(tmp_path: Path) -> None:
         load_files(store, [data], graph="http://example.org/g/a", progress=False)
         assert shared_copies(store, "http://example.org/g/a") == 0
         assert store.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").rows == [[2]]
+
+
+def test_arguments_that_are_no_utf8_and_a_bad_ipv6_host_are_one_line_errors(capsys) -> None:
+    # found by black-box testing: UnicodeEncodeError and ValueError tracebacks
+    from provkg.cli import main
+
+    bad = b"v\xff".decode("utf-8", "surrogateescape")  # as Python hands such argv bytes over
+    assert main(["query", "q1", "--param", f"model={bad}", "--store", "memory:"]) == 1
+    assert main(["link", "--store", "memory:", bad, "http://x/y"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("error: text that is not UTF-8") == 2 and "Traceback" not in err
+    assert main(["listen", "mqtt://[::1/x", "--store", "memory:"]) == 1
+    assert "error: the MQTT URL's host is not valid" in capsys.readouterr().err

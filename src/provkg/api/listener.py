@@ -101,7 +101,11 @@ def _split(url: str) -> tuple[str, SplitResult, str]:
     take the "#" wildcard for a fragment."""
     scheme, _, rest = url.partition("://")
     end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
-    return scheme, urlsplit(f"mqtt://{rest[:end]}"), rest[end:]
+    try:
+        return scheme, urlsplit(f"mqtt://{rest[:end]}"), rest[end:]
+    except ValueError as exc:  # "Invalid IPv6 URL" (black-box testing: a traceback)
+        raise BadParameter(f"the MQTT URL's host is not valid ({exc}); expected "
+                           "mqtt://HOST:PORT/TOPIC") from None
 
 
 def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
