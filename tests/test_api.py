@@ -377,3 +377,19 @@ def test_a_syntax_error_reads_the_same_from_the_api_as_from_the_cli(server: ApiS
     assert main(["sparql", str(path), "--store", "memory:"]) == 1
     cli = capsys.readouterr().err
     assert answer.json()["detail"] in cli, (answer.json()["detail"], cli)
+
+
+def test_a_body_that_breaks_off_is_no_server_error(server: ApiServer) -> None:
+    # found by black-box testing: a malformed chunked body logged "unexpected error" with a
+    # traceback (the client had its 400 from the HTTP layer already)
+    import socket
+
+    before = server.log().count("Traceback")
+    with socket.create_connection(("127.0.0.1", server.port)) as raw:
+        raw.sendall(b"POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                    + f"\r\nAuthorization: Bearer {TOKEN}".encode()
+                    + b"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+        assert b" 400 " in raw.recv(500)
+    time.sleep(0.5)
+    assert server.log().count("Traceback") == before
+    assert server.http.get("/health/live").status_code == 200

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from provkg.errors import (
     BadEvent,
@@ -188,6 +189,9 @@ class _InternalError:
 
         try:
             await self.app(scope, receive, watch)
+        except ClientDisconnect:  # the client went (or its body broke off): nobody to answer
+            log.info("client went away during %s %s", scope.get("method"), scope.get("path"))
+            return
         except Exception:
             log.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
             if started:  # part of an answer went out: nothing sound can follow it
