@@ -119,6 +119,8 @@ def test_unknown_sink_url_option_is_named_and_events_are_spooled(tmp_path, caplo
     from provkg.capture.sink import open_sink
 
     open_sink(url.replace("compresion", "compression").split("=")[0].format(dir=tmp_path / "o") + "=").close()
+    with pytest.raises(ValueError, match="'compresion' is unknown"):  # a blank typo is said too
+        open_sink(url.split("=")[0].format(dir=tmp_path / "o") + "=")
 
 
 def test_full_queue_spills_to_the_spool_without_blocking(tmp_path):

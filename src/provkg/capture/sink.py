@@ -113,12 +113,12 @@ def url_options(query: str, known: tuple[str, ...], what: str) -> dict[str, str]
     """The ``?k=v`` options of a sink URL (the last of a repeated one). An option the sink does
     not know is refused by name: ``?compresion=gzip`` was silently ignored (the listener refuses
     it), and the events went out uncompressed without a word."""
-    options = {k: v[-1] for k, v in parse_qs(query).items()}  # a blank value: not given
-    unknown = sorted(set(options) - set(known))
+    given = parse_qs(query, keep_blank_values=True)
+    unknown = sorted(set(given) - set(known))  # blank or not: a typo is said
     if unknown:
         raise ValueError(f"{what} URL option {unknown[0]!r} is unknown "
                          f"(known: {', '.join(known)})")
-    return options
+    return {k: v[-1] for k, v in given.items() if v[-1]}  # the last; a blank one: not given
 
 
 class MemorySink:
