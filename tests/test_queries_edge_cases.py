@@ -183,7 +183,7 @@ def test_pairs_read_back_one_way(store, schema):
     spec = parse_spec(SPEC)
     values = [("text", "x; z=w"), ("number-text", "0.01"), ("list-text", "[64,32]"),
               ("list", [64, 32]), ("tags", ["a; b=c"]), ("plain", "adam"), ("nan", "NaN"),
-              ("number", 0.01), ("flag", True)]
+              ("number", 0.01), ("flag", True), ("nan-text", "nan"), ("inf-text", "+Infinity")]
     events = []
     for k, (run, value) in enumerate(values):
         events += _training(run, value, 0.5 + k / 100, 1_700_000_000.0 + 10 * k)
@@ -192,7 +192,8 @@ def test_pairs_read_back_one_way(store, schema):
     shown = {r[0].rsplit("/", 2)[-2]: r[2].removeprefix("learning_rate=") for r in rows}
     assert shown == {"text": '"x\\u003b z=w"', "number-text": '"0.01"', "list-text": '"[64,32]"',
                      "list": "[64,32]", "tags": '["a\\u003b b=c"]', "plain": "adam",
-                     "nan": "NaN", "number": "0.01", "flag": "true"}
+                     "nan": "NaN", "number": "0.01", "flag": "true",
+                     "nan-text": '"nan"', "inf-text": '"+Infinity"'}
     for cell in (r[2] for r in rows):  # each a single pair, as a reader splits the column
         assert len(cell.split("; ")) == 1
         name, _, value = cell.partition("=")
