@@ -248,7 +248,9 @@ transformations:
                           f"data_stores:\n  - {{name: lake, location: '{text}'}}\n").data_stores[0].location
 
     assert location("C:\\data\\lake") == location("C:/data/lake") == "file:///C:/data/lake"
-    for bad, why in (("file:relative", "relative file: URI"), ("~/data", "where ~ is another")):
+    assert location("\\\\Server\\share\\lake") == "file://server/share/lake"
+    for bad, why in (("file:relative", "relative file: URI"), ("~/data", "where ~ is another"),
+                     ("C:data", "relative to a drive")):
         with pytest.raises(BadSpec, match=why):
             location(bad)
 

@@ -134,6 +134,10 @@ def _store_location(text: str) -> str:
         return path_location(text)
     if re.match(r"[A-Za-z]:[\\/]", text):  # C:\data\lake: a Windows path, not scheme "c"
         return path_location(PureWindowsPath(text))
+    if re.match(r"[A-Za-z]:", text):  # C:data\lake, C: (drive-relative), not scheme "c"
+        raise ValueError(f"{expected}: {text!r} is relative to a drive's current folder")
+    if text.startswith("\\\\"):  # \\server\share\lake: a UNC path, file://server/share/lake
+        return location_form("file:" + PureWindowsPath(text).as_posix())
     form = location_form(text)
     if not (":" in text[1:] and text[0].isalpha() and is_valid_iri(form)):
         raise ValueError(expected)
