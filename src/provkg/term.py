@@ -216,14 +216,16 @@ MAX_NESTING = 500
 
 
 def nesting_depth(query: str) -> int:
-    """How deep a query's brackets ``{ ( `` nest (strings, IRIs and comments aside)."""
-    depth = deepest = 0
+    """How deep a query's brackets ``{ ( [`` nest (strings, IRIs and comments aside), a run of
+    ``!`` counting as that many levels (each is one more recursion of a parser)."""
+    depth = deepest = run = 0
     for c in blank_noise(query):
-        if c in "{(":
+        run = run + 1 if c == "!" else 0
+        if c in "{([":
             depth += 1
-            deepest = max(deepest, depth)
-        elif c in "})":
+        elif c in "})]":
             depth -= 1
+        deepest = max(deepest, depth + run)
     return deepest
 
 
