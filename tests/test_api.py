@@ -393,3 +393,14 @@ def test_a_body_that_breaks_off_is_no_server_error(server: ApiServer) -> None:
     time.sleep(0.5)
     assert server.log().count("Traceback") == before
     assert server.http.get("/health/live").status_code == 200
+
+
+def test_a_json_spec_file_with_a_huge_number_is_a_one_line_error(tmp_path, capsys) -> None:
+    # found by black-box testing: a traceback for the .json file (the .yaml one was said)
+    from provkg.cli import main
+
+    spec = tmp_path / "big.json"
+    spec.write_text('{"workflow": "h", "phase": "learning", "transformations": '
+                    '[{"name": "t", "kind": "training", "index": ' + "9" * 5000 + "}]}")
+    assert main(["spec", "validate", str(spec)]) == 1
+    assert "a number has more than 4,300 digits" in capsys.readouterr().err

@@ -364,6 +364,13 @@ def test_replay_leaves_files_that_are_no_spool_segments_alone(tmp_path, capsys):
     assert "photo.png: line 1 is not JSON, so this is no spool segment" in err
     assert "data.jsonl: line 1 is not a provkg event" in err
     assert photo.exists() and mine.exists()
+    empty, pdf = tmp_path / "important.db", tmp_path / "report.pdf"  # no event at all
+    empty.write_bytes(b"")
+    pdf.write_bytes(b"\n\n%PDF-1.4 tail without newline")
+    for given in (empty, pdf):
+        assert main(["replay", "--to", f"file:{sink}", str(given)]) == 1
+        assert given.exists()
+    assert "important.db: it holds no provkg event" in capsys.readouterr().err
     # a real segment with a torn last line is still replayed (and then deleted)
     segment = tmp_path / "spool" / "r" / "00000000000000000001-1-00000001.jsonl"
     segment.parent.mkdir(parents=True)

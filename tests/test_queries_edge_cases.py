@@ -183,7 +183,8 @@ def test_pairs_read_back_one_way(store, schema):
     spec = parse_spec(SPEC)
     values = [("text", "x; z=w"), ("number-text", "0.01"), ("list-text", "[64,32]"),
               ("list", [64, 32]), ("tags", ["a; b=c"]), ("plain", "adam"), ("nan", "NaN"),
-              ("number", 0.01), ("flag", True), ("nan-text", "nan"), ("inf-text", "+Infinity")]
+              ("number", 0.01), ("flag", True), ("nan-text", "nan"), ("inf-text", "+Infinity"),
+              ("underscored", "10_000"), ("arabic", "١٢٣")]
     events = []
     for k, (run, value) in enumerate(values):
         events += _training(run, value, 0.5 + k / 100, 1_700_000_000.0 + 10 * k)
@@ -193,7 +194,8 @@ def test_pairs_read_back_one_way(store, schema):
     assert shown == {"text": '"x\\u003b z=w"', "number-text": '"0.01"', "list-text": '"[64,32]"',
                      "list": "[64,32]", "tags": '["a\\u003b b=c"]', "plain": "adam",
                      "nan": "NaN", "number": "0.01", "flag": "true",
-                     "nan-text": '"nan"', "inf-text": '"+Infinity"'}
+                     "nan-text": '"nan"', "inf-text": '"+Infinity"', "underscored": '"10_000"',
+                     "arabic": '"١٢٣"'}
     for cell in (r[2] for r in rows):  # each a single pair, as a reader splits the column
         assert len(cell.split("; ")) == 1
         name, _, value = cell.partition("=")

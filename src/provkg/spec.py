@@ -646,6 +646,8 @@ def load_spec(path: str | Path) -> Spec:
             _raise([f"{p}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"])
         except RecursionError:
             _raise([f"{p}:1: nested deeper than {MAX_SPEC_DEPTH} levels (a spec needs about 6)"])
+        except ValueError:  # Python's 4,300-digit limit on int (black-box testing: a traceback)
+            _raise([f"{p}: a number has more than 4,300 digits"])
     return _parse_checked(text, str(p))
 
 

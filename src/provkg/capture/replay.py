@@ -15,6 +15,7 @@ beyond 64 bits stay exact).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,7 @@ def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, reject
                     report: ReplayReport, *, batch_size: int, to: str) -> None:
     """Send one claimed segment; delete it, or keep in it what was not delivered."""
     data = held.read()
-    why = _foreign(data)
+    why = _foreign(data, segment.name)
     if why is not None:  # never deleted: not ours (black-box testing: a PNG given was deleted)
         report.foreign.append(f"{segment}: {why}")
         return
@@ -145,12 +146,20 @@ def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
             start = end
 
 
-def _foreign(data: bytes) -> str | None:
-    """Why ``data`` is no spool segment, or None: every complete line of a segment is a
-    provkg event (a JSON object with ``type`` and ``event``); only a last line without its
-    newline (a write torn by a crash) may be anything."""
+#: how the capture library names a spool segment: time (ns), pid, sequence
+_SEGMENT_NAME = re.compile(r"\d{20}-\d+-\d{8}\.jsonl")
+
+
+def _foreign(data: bytes, name: str) -> str | None:
+    """Why ``data`` (file ``name``) is no spool segment, or None: every complete line of a
+    segment is a provkg event (a JSON object with ``type`` and ``event``); only a last line
+    without its newline (a write torn by a crash) may be anything. A file without one event
+    is a segment only by its name (a segment a crash left empty): an empty file of one's own
+    was deleted (black-box testing)."""
     lines = data.split(b"\n")
     complete = lines[:-1]  # the part after the last newline: a torn write, if anything
+    if not any(line.strip() for line in complete) and not _SEGMENT_NAME.fullmatch(name):
+        return "it holds no provkg event, so this is no spool segment; it is left as it is"
     for n, line in enumerate(complete, 1):
         if not line.strip():
             continue
@@ -162,8 +171,6 @@ def _foreign(data: bytes) -> str | None:
                 and "event" in event):
             return (f"line {n} is not a provkg event, so this is no spool segment; it is left "
                     "as it is")
-    if not complete and lines[0].strip():
-        return "it holds no complete line, so this is no spool segment; it is left as it is"
     return None
 
 

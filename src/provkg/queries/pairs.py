@@ -106,6 +106,15 @@ def _no_separator(json_text: str) -> str:
     return json_text.replace(";", "\\u003b")
 
 
+def _reads_as_number(text: str) -> bool:
+    """Whether Python's ``float()`` takes ``text`` for a number (``10_000``, ``١٢٣``...)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _text(text: str, *, value: bool) -> str:
     r"""A name or a string value as the pairs column writes it: as it is, or as a JSON string
     (double quotes, backslash escapes; ``;`` as ``\u003b``, and ``=`` too in a name) when it
@@ -122,7 +131,7 @@ def _text(text: str, *, value: bool) -> str:
     if value and text in _NON_FINITE:
         return text
     if (not text or any(c in text for c in ";=") or text[0] == '"' or text != text.strip()
-            or value and _LOOKS_TYPED.fullmatch(text)):
+            or value and (_LOOKS_TYPED.fullmatch(text) or _reads_as_number(text))):
         quoted = _no_separator(json.dumps(text, ensure_ascii=False))
         return quoted if value else quoted.replace("=", "\\u003d")
     return text
