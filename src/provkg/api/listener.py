@@ -40,6 +40,8 @@ __all__ = ["MqttListener", "parse_mqtt_url", "cmd_listen"]
 log = logging.getLogger("provkg.listener")
 
 _GZIP, _ZSTD = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
+#: retries of messages the queue refused: from this many seconds, doubled up to the last
+_FIRST_RETRY_S, _LAST_RETRY_S = 0.5, 5.0
 
 
 def parse_mqtt_url(url: str) -> tuple[str, int, str]:
@@ -143,6 +145,11 @@ class MqttListener:
         self._held: list[tuple[bytes, int, int, int]] = []
         self._held_lock = threading.Lock()
         self._retrying = False
+        #: seconds before the next retry: doubled at each, back to the start once one is taken
+        #: (black-box testing: a refusal that came from the writer, after the queue took the
+        #: message, restarted the retries at 0.5 s and logged 4 errors a second)
+        self._retry_delay = _FIRST_RETRY_S
+        self._refusing = False  # said once per episode of refusals
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
                                   clean_session=False, protocol=mqtt.MQTTv311)
         user, password = mqtt_credentials(url)
@@ -231,6 +238,10 @@ class MqttListener:
         def done(f: Any) -> None:  # by the queue's writer after fsync, in submission order
             if f.exception() is None:
                 self.client.ack(mid, qos)
+                with self._held_lock:
+                    if self._refusing and not self._held:
+                        log.info("the ingest queue takes MQTT batches again")
+                    self._retry_delay, self._refusing = _FIRST_RETRY_S, bool(self._held)
             else:  # its disk refused the write (full): held, submitted again later
                 self._hold(item, f.exception())
 
@@ -243,16 +254,20 @@ class MqttListener:
         broker's in-flight window was full of them the listener took nothing more."""
         with self._held_lock:
             self._held.insert(0, item) if first else self._held.append(item)
+            said, self._refusing = self._refusing, True
             if self._retrying or self._closing:
                 return
             self._retrying = True
-        log.error("could not queue an MQTT batch (%s); it stays unacknowledged and is queued "
-                  "again once the queue takes batches", problem)
+        if not said:
+            log.error("could not queue an MQTT batch (%s); held unacknowledged and queued again "
+                      "once the queue takes batches", problem)
         threading.Thread(target=self._retry_held, name="provkg-mqtt-retry", daemon=True).start()
 
     def _retry_held(self) -> None:
-        delay = 0.5
         while not self._closing:
+            with self._held_lock:
+                delay = self._retry_delay
+                self._retry_delay = min(delay * 2, _LAST_RETRY_S)
             time.sleep(delay)
             while not self._closing:
                 with self._held_lock:
@@ -262,7 +277,6 @@ class MqttListener:
                     item = self._held.pop(0)
                 if not self._submit(item, again=True):  # refused again (held first): wait
                     break
-            delay = min(delay * 2, 5.0)
         with self._held_lock:
             self._retrying = False
 

@@ -123,8 +123,8 @@ class IngestQueue:
         self._file = None
         self._lock_file = None
         self._error: BaseException | None = None
-        #: (since, problem) while the queue's disk refuses batches (each is refused, 503)
-        self._write_failed: tuple[float, str] | None = None
+        #: (since, problem, bytes refused) while the queue's disk refuses batches (503 each)
+        self._write_failed: tuple[float, str, int] | None = None
 
     # -- life cycle -----------------------------------------------------------
 
@@ -248,7 +248,8 @@ class IngestQueue:
                     # again, so health says ready without waiting for a batch (black-box
                     # testing: a readiness probe kept traffic away, so it never did)
                     self._cond.wait(_PROBE_EVERY_S)
-                    if not self._pending and not self._closing and self._disk_takes_writes():
+                    if not self._pending and not self._closing and self._write_failed \
+                            and self._disk_takes_writes(self._write_failed[2]):
                         self._write_failed = None
                 pending, self._pending = self._pending, []
                 if not pending and self._closing:
@@ -262,7 +263,8 @@ class IngestQueue:
                 # 503 until a restart)
                 log.error("ingest queue cannot write to %s: %s", self.directory, exc)
                 with self._cond:
-                    self._write_failed = (time.monotonic(), str(exc))
+                    size = sum(len(p) + _HEADER.size for p, _, _ in pending)
+                    self._write_failed = (time.monotonic(), str(exc), size)
                 for _, _, future in pending:
                     future.set_exception(QueueUnavailable(f"the ingest queue cannot write: {exc}"))
                 continue
@@ -274,12 +276,20 @@ class IngestQueue:
             for _, n, future in pending:
                 future.set_result(n)
 
-    def _disk_takes_writes(self) -> bool:
-        """Whether a page can be written (and synced) in the queue's folder now."""
+    def _disk_takes_writes(self, size: int) -> bool:
+        """Whether as many bytes as the last refused batch (at least a page, at most 64 MiB)
+        can be written and synced in the queue's folder now (black-box testing: a page fit
+        on a disk with a few KiB free, health said ready, and every batch was still refused)."""
         probe = self.directory / "probe.tmp"
+        size = min(max(size, 4096), 64 * 1024 * 1024)
         try:
             with open(probe, "wb", buffering=0) as out:
-                out.write(b"\0" * 4096)
+                view = memoryview(bytes(size))
+                while view:
+                    written = out.write(view)
+                    if not written:
+                        return False
+                    view = view[written:]
                 os.fsync(out.fileno())
             return True
         except OSError:
