@@ -253,7 +253,7 @@ class MqttListener:
         message refused on a full disk was never acknowledged nor sent again, and once the
         broker's in-flight window was full of them the listener took nothing more."""
         with self._held_lock:
-            self._held.insert(0, item) if first else self._held.append(item)
+            self._held.insert(0 if first else len(self._held), item)
             said, self._refusing = self._refusing, True
             if self._retrying or self._closing:
                 return
