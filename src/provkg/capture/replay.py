@@ -83,12 +83,11 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
 def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, rejected_folder: Path,
                     report: ReplayReport, *, batch_size: int, to: str) -> None:
     """Send one claimed segment; delete it, or keep in it what was not delivered."""
-    data = held.read()
-    why = _foreign(data, segment.name)
-    if why is not None:  # never deleted: not ours (black-box testing: a PNG given was deleted)
+    try:
+        items = _read(held.read(), segment)
+    except _Foreign as why:  # never deleted: not ours (black-box testing: a PNG given was deleted)
         report.foreign.append(f"{segment}: {why}")
         return
-    items = _read(data, segment)
     # a file of rejected/ keeps what is refused again (no rejected/rejected)
     in_place = segment.parent == rejected_folder
     refused: list[tuple[bytes, str]] = []
@@ -150,47 +149,54 @@ def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
 _SEGMENT_NAME = re.compile(r"\d{20}-\d+-\d{8}\.jsonl")
 
 
-def _foreign(data: bytes, name: str) -> str | None:
-    """Why ``data`` (file ``name``) is no spool segment, or None: every complete line of a
-    segment is a provkg event (a JSON object with ``type`` and ``event``); only a last line
-    without its newline (a write torn by a crash) may be anything. A file without one event
-    is a segment only by its name (a segment a crash left empty): an empty file of one's own
-    was deleted (black-box testing)."""
-    lines = data.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline: a torn write, if anything
-    if not any(line.strip() for line in complete) and not _SEGMENT_NAME.fullmatch(name):
-        return "it holds no provkg event, so this is no spool segment; it is left as it is"
-    for n, line in enumerate(complete, 1):
-        if not line.strip():
-            continue
-        try:
-            event = loads_exact(line)
-        except ValueError:
-            return f"line {n} is not JSON, so this is no spool segment; it is left as it is"
-        if not (isinstance(event, dict) and event.get("type") in ("workflow", "task")
-                and "event" in event):
-            return (f"line {n} is not a provkg event, so this is no spool segment; it is left "
-                    "as it is")
-    return None
+class _Foreign(Exception):
+    """A file that is no spool segment (why): left as it is."""
+
+
+def _event(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The provkg event a line holds (a JSON object with ``type`` and ``event``), or None and
+    what the line is instead."""
+    try:
+        event = loads_exact(line)
+    except ValueError:
+        return None, "is not JSON"
+    ok = isinstance(event, dict) and event.get("type") in ("workflow", "task") and "event" in event
+    return (event, "") if ok else (None, "is not a provkg event")
 
 
 def _read(data: bytes, segment: Path) -> list[_Item]:
-    """The events of a segment; a line that is not JSON (a torn write) is skipped and logged."""
+    """The events of a segment. Every complete line of a segment is a provkg event; only a
+    last line without its newline (a write torn by a crash) may be anything: it is skipped
+    and logged. A file without one event is a segment only by its name (one a crash left
+    empty): an empty file of one's own was deleted (black-box testing).
+
+    Raises:
+        _Foreign: the file is no spool segment."""
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last newline: a torn write, if anything
     items: list[_Item] = []
-    for n, line in enumerate(data.splitlines(), 1):
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            event = loads_exact(line)
-        except ValueError:
-            event = None
-        if not isinstance(event, dict):
-            report_once(("torn", str(segment), n), f"spool {segment}: line {n} is not a JSON "
-                        "event (torn write?); skipped")
-            continue
-        run = event.get("workflow_id") or event.get("id")
-        items.append((line + b"\n", event, run if isinstance(run, str) else ""))
+        event, what = _event(line)
+        if event is None:
+            raise _Foreign(f"line {n} {what}, so this is no spool segment; it is left as it is")
+        items.append(_item(line, event))
+    if not items and not _SEGMENT_NAME.fullmatch(segment.name):
+        raise _Foreign("it holds no provkg event, so this is no spool segment; it is left as it is")
+    if torn.strip():
+        event, _ = _event(torn)
+        if event is not None:  # whole, only its newline missing
+            items.append(_item(torn, event))
+        else:
+            report_once(("torn", str(segment), len(lines) + 1), f"spool {segment}: line "
+                        f"{len(lines) + 1} is not a JSON event (torn write?); skipped")
     return items
+
+
+def _item(line: bytes, event: dict[str, Any]) -> _Item:
+    run = event.get("workflow_id") or event.get("id")
+    return line + b"\n", event, run if isinstance(run, str) else ""
 
 
 def _rewrite(segment: Path, remaining: list[bytes],
