@@ -30,7 +30,6 @@ by :meth:`IngestQueue.stalled` while it lasts.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import logging
 import os
@@ -45,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from provkg.api.errors import QueueUnavailable
+from provkg.capture.spool import write_all
 from provkg.errors import ProvkgError, StoreError
 
 __all__ = ["IngestQueue", "QueueStats"]
@@ -284,12 +284,7 @@ class IngestQueue:
         size = min(max(size, 4096), 64 * 1024 * 1024)
         try:
             with open(probe, "wb", buffering=0) as out:
-                view = memoryview(bytes(size))
-                while view:
-                    written = out.write(view)
-                    if not written:
-                        return False
-                    view = view[written:]
+                write_all(out, bytes(size))
                 os.fsync(out.fileno())
             return True
         except OSError:
@@ -311,12 +306,7 @@ class IngestQueue:
                 self._active_index, self._durable = index, (index, 0)
         assert self._file is not None
         try:
-            view = memoryview(data)
-            while view:  # an unbuffered write may write part of it (a disk filling up)
-                written = self._file.write(view)
-                if not written:
-                    raise OSError(errno.ENOSPC, "the queue's disk took no more bytes")
-                view = view[written:]
+            write_all(self._file, data)  # an unbuffered write may take part of it (disk filling)
             if self._fsync:
                 os.fsync(self._file.fileno())
         except OSError:

@@ -27,6 +27,7 @@ the events go to a new segment.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import re
@@ -143,10 +144,16 @@ def _alive(pid: int) -> bool:
 
 
 def write_all(f: Any, data: bytes) -> None:
-    """Write all of ``data`` to an unbuffered file (``write`` may take part of it)."""
+    """Write all of ``data`` to an unbuffered file (``write`` may take part of it).
+
+    Raises:
+        OSError: the file took nothing more (a full disk), or the write failed."""
     view = memoryview(data)
     while view:
-        view = view[f.write(view):]
+        written = f.write(view)
+        if not written:  # else this would loop for ever
+            raise OSError(errno.ENOSPC, "the disk took no more bytes")
+        view = view[written:]
 
 
 class Spool:
