@@ -94,8 +94,8 @@ def _decode(datatype: str, lexical: str) -> object:
 
 
 #: a text that reads as a number, a boolean or a list: written quoted when a string
-_LOOKS_TYPED = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|true|false|"
-                          r"[+-]?(?:inf|infinity|nan)|null|\[.*|\{.*", re.IGNORECASE | re.DOTALL)
+#: (numbers, nan and inf included, are what ``float()`` reads: _reads_as_number)
+_LOOKS_TYPED = re.compile(r"true|false|null|\[.*|\{.*", re.IGNORECASE | re.DOTALL)
 #: how the capture library sends a non-finite float (JSON has none): shown as the number it was
 _NON_FINITE = {"NaN", "Infinity", "-Infinity"}
 
