@@ -135,6 +135,11 @@ def test_a_bom_at_the_start_of_a_file_is_skipped(tmp_path: Path) -> None:
             report = ingest_paths(store, [tmp_path / name], specs=[lifecycle_spec()], progress=False)
             assert (report.events, report.warnings) == (len(events), [])
             assert store.count() == _reference_count(events)
+    # a file of a BOM alone (an editor's empty file), or a BOM and blank lines: no event, no error
+    from provkg.service.event_files import read_events
+    for name, data in (("bom_only.jsonl", b"\xef\xbb\xbf"), ("bom_blank.jsonl", b"\xef\xbb\xbf\n \t\r\n\n")):
+        (tmp_path / name).write_bytes(data)
+        assert list(read_events(tmp_path / name)) == []
     # elsewhere it is not JSON (two files concatenated with cat, say): named like any bad line
     (tmp_path / "bom_mid.jsonl").write_bytes(_jsonl(events[:2]) + b"\xef\xbb\xbf" + _jsonl(events[2:]))
     with open_store("memory:") as store, pytest.raises(BadEvent, match=r"bom_mid\.jsonl:3: not JSON"):

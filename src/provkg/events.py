@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
 import orjson
@@ -44,7 +45,7 @@ from provkg.term import is_valid_iri, json_size, location_form
 
 __all__ = [
     "FORMAT", "MAX_VALUE_DEPTH", "MAX_TIME", "NotJson", "Value",
-    "WorkflowEvent", "TaskEvent", "Event", "Batch", "load_json", "strip_bom",
+    "WorkflowEvent", "TaskEvent", "Event", "Batch", "load_json", "load_json_line", "strip_bom",
     "parse_batch", "parse_event", "parse_events_jsonl", "event_schema", "batch_schema",
     "default_value_id", "value_id",
 ]
@@ -442,6 +443,19 @@ def _has_long_digits(data: bytes | bytearray | str) -> bool:
     if isinstance(data, str):
         return _LONG_DIGITS_S.search(data) is not None
     return _NINETEEN in data.translate(_DIGITS_ONLY)
+
+
+def load_json_line(line: bytes, where: Callable[[], str]) -> Any:
+    """:func:`load_json` of one line of an event file, ``where`` built only for an error
+    message: a file has millions of lines, and formatting each one's place cost more than
+    parsing it."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return load_json(line, where=where())  # raises NotJson or BadEvent, as load_json does
+    if _NINETEEN in line.translate(_DIGITS_ONLY):  # a long integer: orjson made it a double
+        return load_json(line, where=where())
+    return obj
 
 
 def strip_bom(data: bytes | str) -> bytes | str:

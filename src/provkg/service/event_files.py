@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from provkg.errors import BadEvent, NotFound
-from provkg.events import FORMAT, NotJson, load_json, parse_event, strip_bom
+from provkg.events import FORMAT, NotJson, load_json_line, parse_event, strip_bom
 
 __all__ = ["EVENT_SUFFIXES", "event_files", "read_events", "total_bytes", "zstd_truncation"]
 
@@ -158,6 +158,9 @@ def _read_errors() -> tuple[type[BaseException], ...]:
     return (OSError, EOFError, zlib.error, zstandard.ZstdError)
 
 
+#: the bytes a blank line may start with (what ``bytes.strip`` removes)
+_BLANK_START = frozenset(b" \t\n\r\x0b\x0c")
+
 #: a batch of ``read_events`` is yielded once its lines reach this many bytes, whatever its
 #: count: events with 50 KB values made an ingest's memory grow with the file (black-box testing)
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -201,12 +204,12 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
             for n, line in enumerate(stream, 1):
                 if n == 1:
                     line = strip_bom(line)
-                if not line.strip():
+                if (not line or line[0] in _BLANK_START) and not line.strip():  # b"": a lone BOM
                     lines = n
                     continue
                 try:
                     try:
-                        obj = load_json(line, where=f"{path}:{n}: ")
+                        obj = load_json_line(line, lambda: f"{path}:{n}: ")
                     except NotJson as exc:
                         if line.endswith(b"\n"):  # complete, so not torn: a real error
                             # the parser's reason without its "line 1 column ..." (one line here)
@@ -215,7 +218,10 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                             break
                         torn = n  # only the last line lacks its newline: said once read to the end
                         continue
-                    _collect(obj, batch, path, n, validate)
+                    if not validate and type(obj) is dict and "format" not in obj:
+                        batch.append(obj)  # the common case, without a call per line
+                    else:
+                        _collect(obj, batch, path, n, validate)
                 except BadEvent as exc:
                     if on_bad is None:
                         raise
