@@ -104,3 +104,65 @@ def test_a_remote_store_that_refuses_writes_is_refused_before_serving(tmp_path: 
                    store=f"{virtuoso_server.store_url}?user=dba&password=wrong")
     refused(result, "does not take writes", "HTTP 401", "PROVKG_STORE")
     assert "wrong" not in result.stderr  # the password is masked
+
+
+def test_a_remote_store_that_does_not_answer_yet_is_waited_for(tmp_path: Path) -> None:
+    """A remote store down (or still starting: a compose file starts both at once) used to stop
+    `provkg serve` from starting. It serves now: batches are accepted and kept in the queue,
+    spec posts are refused (the store's own specs are not read yet), /health/ready says why;
+    once the store answers, the queued batches land, mapped with the spec saved earlier."""
+    import time
+
+    import orjson
+    from api_support import ApiServer
+    from mapper_support import SPEC_YAML, lifecycle_events
+
+    from provkg.events import FORMAT
+    from provkg.store.launch import OxigraphServer
+
+    oxigraph = OxigraphServer(tmp_path / "oxigraph")
+    yaml = {"Content-Type": "application/yaml"}
+    with oxigraph, ApiServer(tmp_path / "api", store=oxigraph.store_url) as server:
+        assert server.http.post("/v1/specs", content=SPEC_YAML, headers=yaml).status_code == 201
+    # the store is down now, and the server starts on the same queue folder
+    server = ApiServer(tmp_path / "api", store=oxigraph.store_url)
+    before = len(server.log())
+    server.start()
+    try:
+        assert "the store does not answer yet" in _wait_for_line(server, "provkg serving", after=before)
+        ready = server.http.get("/health/ready")
+        assert ready.status_code == 503
+        assert any("not reached since the server started" in p for p in ready.json()["problems"])
+        events = lifecycle_events(trainings=1, run="while-down")
+        posted = server.http.post("/v1/events", content=orjson.dumps({"format": FORMAT, "events": events}),
+                                  headers={"Content-Type": "application/json"})
+        assert posted.status_code == 202, posted.text
+        refused = server.http.post("/v1/specs", content=SPEC_YAML, headers=yaml)
+        assert refused.status_code == 503 and "has not answered since" in refused.json()["detail"]
+        oxigraph.start()  # the same port and folder
+        deadline = time.monotonic() + 60
+        while server.http.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline, server.http.get("/health/ready").json()
+            time.sleep(0.2)
+        assert server.wait_applied()["backlog_events"] == 0
+        asked = server.http.post("/v1/sparql", headers={"Content-Type": "application/sparql-query"},
+                                 content="PREFIX provml: <https://w3id.org/provkg/provml#> "
+                                         "SELECT (COUNT(?t) AS ?n) WHERE { ?t a provml:TrainingExecution }")
+        assert asked.json()["results"]["bindings"][0]["n"]["value"] == "1"  # typed: the spec was used
+        assert server.http.post("/v1/specs", content=SPEC_YAML, headers=yaml).status_code == 201
+    finally:
+        server.stop()
+        oxigraph.stop()
+
+
+def _wait_for_line(server, start: str, *, after: int = 0,  # type: ignore[no-untyped-def]
+                   timeout: float = 30.0) -> str:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in server.log()[after:].splitlines():
+            if line.startswith(start):
+                return line
+        time.sleep(0.1)
+    raise AssertionError(f"no line starting {start!r} in the log:\n{server.log()}")

@@ -9,6 +9,7 @@ where they enter provkg, with ``raise X(...) from exc``::
     ├── MappingError        events could not be turned into triples
     ├── StoreError          a store answered with an error
     │   ├── StoreUnavailable    the store cannot be reached or opened
+    │   │   └── StoreUnreachable    no answer at all (down, starting, network): try later
     │   └── QuerySyntaxError    SPARQL did not parse (line and column when known)
     ├── QueryTimeout        a query ran past its time limit
     ├── UnknownQuery        no canned query has that name
@@ -29,6 +30,7 @@ __all__ = [
     "MappingError",
     "StoreError",
     "StoreUnavailable",
+    "StoreUnreachable",
     "QuerySyntaxError",
     "QueryTimeout",
     "UnknownQuery",
@@ -62,6 +64,12 @@ class StoreError(ProvkgError):
 
 class StoreUnavailable(StoreError):
     code = "store_unavailable"
+
+
+class StoreUnreachable(StoreUnavailable):
+    """A remote store gave no answer at all (refused or lost connection, no connection in
+    time, no answer to the first probe): it may be down or still starting, unlike a store
+    that answered with a refusal (a wrong account, no endpoint at that path)."""
 
 
 class QuerySyntaxError(StoreError):

@@ -27,7 +27,7 @@ from provkg.api.sparql import SparqlRunner
 from provkg.api.sparql_guard import check_query
 from provkg.api.specs import SpecRegistry
 from provkg.config import Settings, get_settings
-from provkg.errors import ProvkgError, StoreUnavailable
+from provkg.errors import ProvkgError, StoreUnavailable, StoreUnreachable
 from provkg.store.base import Store, display_url
 
 __all__ = ["create_app", "Service", "open_service"]
@@ -36,6 +36,8 @@ log = logging.getLogger("provkg.api")
 
 #: runs whose workflow the queue applier remembers between chunks
 _KNOWN_RUNS = 100_000
+#: seconds between attempts to reach a remote store that did not answer at the start
+_STORE_RETRY_S = 5.0
 
 
 @dataclass
@@ -48,6 +50,8 @@ class Service:
     specs: SpecRegistry
     sparql: SparqlRunner
     extras: list[Any] = field(default_factory=list)  # e.g. the MQTT listener
+    #: set while a remote store that did not answer at the start has not been reached yet
+    store_wait: StoreWait | None = None
     #: one spec registration at a time: two replacing one workflow's spec at once
     #: interleaved their forget / add / re-type steps into a graph of neither version
     spec_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -59,6 +63,8 @@ class Service:
         if self.closed:
             return
         self.closed = True
+        if self.store_wait is not None:
+            self.store_wait.close()
         for extra in reversed(self.extras):
             extra.close()
         self.queue.close()
@@ -117,17 +123,18 @@ def open_service(settings: Settings) -> Service:
                                "file, not a folder")
     store = open_store(settings.store)
     try:
+        waiting: StoreWait | None = None
         if getattr(store, "endpoint", None) is not None:
-            # a remote store's account is checked with a write that writes nothing: wrong
-            # credentials showed only as 401s of the queue worker, after a "ready" server had
-            # acknowledged batches (black-box testing)
             try:
-                store.update("INSERT DATA { }")
-            except ProvkgError as exc:
-                raise StoreUnavailable(f"the store {display_url(settings.store)} (--store / "
-                                       f"PROVKG_STORE) does not take writes: {exc}") from None
+                _check_writes(store, settings)
+            except StoreUnreachable as exc:
+                # down or still starting (a compose file starts both at once): serve anyway,
+                # queueing batches durably, and reach it in the background (it refused to start)
+                log.warning("%s; serving anyway: batches are queued and applied once it answers "
+                            "(tried every %.0f s)", exc, _STORE_RETRY_S)
+                waiting = StoreWait(str(exc))
         try:
-            return _open_rest(settings, store)
+            return _open_rest(settings, store, waiting)
         except OSError as exc:  # the queue folder: not a folder, not writable, ...
             raise QueueUnavailable(f"cannot use the queue folder {settings.queue_dir} "
                                    f"(PROVKG_QUEUE_DIR): {exc.strerror or exc}") from exc
@@ -136,24 +143,97 @@ def open_service(settings: Settings) -> Service:
         raise
 
 
-def _open_rest(settings: Settings, store: Store) -> Service:
+def _check_writes(store: Store, settings: Settings) -> None:
+    """A remote store's account is checked with a write that writes nothing: wrong
+    credentials showed only as 401s of the queue worker, after a "ready" server had
+    acknowledged batches (black-box testing).
+
+    Raises:
+        StoreUnreachable: no answer at all (retried by the caller).
+        StoreUnavailable: the store answered and refused (a wrong account, no endpoint)."""
+    try:
+        store.update("INSERT DATA { }")
+    except StoreUnreachable:
+        raise
+    except ProvkgError as exc:
+        raise StoreUnavailable(f"the store {display_url(settings.store)} (--store / "
+                               f"PROVKG_STORE) does not take writes: {exc}") from None
+
+
+def _sync_specs(store: Store, specs: SpecRegistry, *, schema: str) -> None:
+    """What the store must hold before queued batches are applied: a spec registration the
+    server was killed in, completed; the specs saved here and the store's, reconciled."""
     from provkg.service.ingest import (finish_registrations, register_spec, spec_document,
                                        stored_specs)
 
-    specs = SpecRegistry(settings.queue_dir)
     finish_registrations(store)  # a spec POST the server was killed in: the store holds it whole
     in_store = {spec.workflow: spec for spec in stored_specs(store)}
-    for spec in specs.load():
+    for spec in specs.specs().values():
         held = in_store.get(spec.workflow)
         if held is None or spec_document(held) == spec_document(spec):
-            register_spec(store, spec, schema=settings.ingest_schema)  # idempotent; a new store
+            register_spec(store, spec, schema=schema)  # idempotent; a new store
     for workflow, spec in in_store.items():
         # the store's spec wins: `provkg ingest --spec` may have registered it (or replaced the
         # one saved here) while the server was down, and the store's data are mapped with it
         saved = specs.specs().get(workflow)
         if saved is None or spec_document(saved) != spec_document(spec):
             specs.put(spec, spec_document(spec))
-    queue = IngestQueue(settings.queue_dir, make_applier(store, specs, schema=settings.ingest_schema),
+
+
+class StoreWait:
+    """A remote store that gave no answer when the server started. Until :meth:`run` has
+    reached it (and done what the start would have done), the queue keeps batches on disk,
+    spec posts are refused (503) and ``/health/ready`` says why."""
+
+    def __init__(self, problem: str):
+        self.reached = threading.Event()
+        self.problem = problem
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def gate(self, apply: Any) -> Any:
+        """``apply`` once the store was reached; before, the queue's retry of a store error."""
+        def apply_when_reached(payloads: list[bytes]) -> None:
+            if not self.reached.is_set():
+                raise StoreUnreachable(f"waiting for the store: {self.problem}")
+            apply(payloads)
+
+        return apply_when_reached
+
+    def start(self, reach: Any) -> None:
+        def run() -> None:
+            while not self._stop.wait(_STORE_RETRY_S):
+                try:
+                    reach()
+                except ProvkgError as exc:
+                    if str(exc) != self.problem:
+                        log.warning("the store is still not usable: %s", exc)
+                    self.problem = str(exc)
+                    continue
+                except Exception as exc:  # never let the thread die: the queue waits on it
+                    log.exception("reaching the store failed unexpectedly")
+                    self.problem = f"{type(exc).__name__}: {exc}"
+                    continue
+                self.reached.set()
+                log.info("the store answers now: queued batches are being applied")
+                return
+
+        self._thread = threading.Thread(target=run, name="provkg-store-wait", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def _open_rest(settings: Settings, store: Store, waiting: StoreWait | None = None) -> Service:
+    specs = SpecRegistry(settings.queue_dir)
+    specs.load()
+    if waiting is None:
+        _sync_specs(store, specs, schema=settings.ingest_schema)
+    apply = make_applier(store, specs, schema=settings.ingest_schema)
+    queue = IngestQueue(settings.queue_dir, waiting.gate(apply) if waiting else apply,
                         fsync=settings.queue_fsync, apply_events=settings.queue_apply_events)
     try:
         queue.start()
@@ -163,7 +243,16 @@ def _open_rest(settings: Settings, store: Store) -> Service:
     except BaseException:
         queue.close()  # releases the folder's lock
         raise
-    return Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql)
+    service = Service(settings=settings, store=store, queue=queue, specs=specs, sparql=sparql,
+                      store_wait=waiting)
+    if waiting is not None:
+        def reach() -> None:
+            with service.spec_lock:  # no spec post meanwhile (they are refused until then anyway)
+                _check_writes(store, settings)
+                _sync_specs(store, specs, schema=settings.ingest_schema)
+
+        waiting.start(reach)
+    return service
 
 
 class _HeadAsGet:

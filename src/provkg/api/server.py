@@ -2,7 +2,9 @@
 
 Everything that can stop the server from working is checked before it says it is serving
 (DESIGN §8: ``error: ...`` and exit 1, never a traceback): the settings, the MQTT URL, the
-address and port (bound here, then handed to uvicorn), the store and the queue folder.
+address and port (bound here, then handed to uvicorn), the store and the queue folder. A
+remote store that does not answer at all (down, or still starting) is the exception: the
+server starts, queues batches durably and reaches the store in the background.
 """
 
 from __future__ import annotations
@@ -103,8 +105,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                 access_log=False, timeout_graceful_shutdown=10,
                                 loop="auto", http="auto")
         server = uvicorn.Server(config)
+        waiting = service.store_wait
+        later = (" (the store does not answer yet: batches are queued and applied once it "
+                 "does; /health/ready says when)") if waiting is not None else ""
         print(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
-              f"(docs: /docs)", flush=True)
+              f"(docs: /docs){later}", flush=True)
         server.run(sockets=[sock])
     finally:
         service.close()  # after a normal stop the app closed it already: a no-op then

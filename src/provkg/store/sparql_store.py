@@ -42,7 +42,8 @@ from SPARQLWrapper.SPARQLExceptions import (
     URITooLong,
 )
 
-from provkg.errors import BadParameter, ProvkgError, QueryTimeout, StoreError, StoreUnavailable
+from provkg.errors import (BadParameter, ProvkgError, QueryTimeout, StoreError, StoreUnavailable,
+                           StoreUnreachable)
 from provkg.store.base import (
     RDF_FORMATS,
     Rows,
@@ -452,11 +453,11 @@ class SparqlStore(Store):
         except (TimeoutError, urllib.error.URLError) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             if isinstance(reason, _ConnectTimeout):
-                raise StoreUnavailable(f"cannot reach {target}: no connection within "
+                raise StoreUnreachable(f"cannot reach {target}: no connection within "
                                        f"{ep.connect_timeout:g} s (connect_timeout= in the store "
                                        "URL)") from exc
             if not isinstance(reason, TimeoutError):
-                raise StoreUnavailable(f"cannot reach {target}: {reason}") from exc
+                raise StoreUnreachable(f"cannot reach {target}: {reason}") from exc
             said = f"{target} did not answer within {wait:g} s"
             if update:
                 raise StoreUnavailable(f"{said} (timeout= in the store URL)") from exc
@@ -464,7 +465,7 @@ class SparqlStore(Store):
                 raise QueryTimeout(f"{said} (timeout= in the store URL)") from exc
             raise QueryTimeout(said) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise StoreUnavailable(f"lost the connection to {target}: {exc}") from exc
+            raise StoreUnreachable(f"lost the connection to {target}: {exc}") from exc
 
     def _kind_hint(self, body: str) -> str:
         """A hint when a syntax error comes from another kind of server than the store URL
@@ -486,7 +487,7 @@ class SparqlStore(Store):
         try:
             self._request("ASK {}", union=False, timeout=limit, check=False)
         except QueryTimeout as exc:
-            raise StoreUnavailable(
+            raise StoreUnreachable(
                 f"{display_url(self.endpoint.query_url)} accepted the connection but did not "
                 f"answer `ASK {{}}` within {limit:g} s: is it up, and is it a SPARQL endpoint? "
                 f"(store {self.shown_url})") from exc
@@ -543,14 +544,14 @@ class SparqlStore(Store):
             response = self._http.post(url, content=body,
                                        headers={"content-type": media_type})
         except httpx.ConnectTimeout as exc:
-            raise StoreUnavailable(f"cannot reach {target}: no connection within "
+            raise StoreUnreachable(f"cannot reach {target}: no connection within "
                                    f"{self.endpoint.connect_timeout:g} s (connect_timeout= in the "
                                    "store URL)") from exc
         except httpx.TimeoutException as exc:  # read, write or pool
             raise StoreUnavailable(f"{target} did not take {what} within {self._write_timeout:g} s "
                                    "(timeout= in the store URL)") from exc
         except httpx.TransportError as exc:
-            raise StoreUnavailable(f"cannot reach {target}: {exc}") from exc
+            raise StoreUnreachable(f"cannot reach {target}: {exc}") from exc
         if response.status_code == 400:
             raise StoreError(f"{what} is not valid RDF for {self.shown_url}: "
                              f"{_excerpt(response.content, 1000, one_line=False)}")

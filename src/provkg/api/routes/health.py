@@ -50,6 +50,10 @@ async def ready(request: Request) -> Any:
         problems.append(f"store: did not answer ASK {{}} within {STORE_ANSWER_S:.0f} s")
     except ProvkgError as exc:
         problems.append(f"store: {exc}")
+    waiting = service.store_wait
+    if waiting is not None and not waiting.reached.is_set():
+        problems.append("store: not reached since the server started; batches are accepted "
+                        "and kept in the queue until it answers")
     queue = service.queue
     if not queue.healthy:
         problems.append("ingest queue: stopped (see the server log)")

@@ -13,6 +13,7 @@ from provkg.api.auth import require_write_token
 from provkg.api.body import read_body
 from provkg.api.errors import BadRequest, UnsupportedMediaType
 from provkg.api.openapi import SPEC_EXAMPLE, WRITE_SECURITY, error_responses
+from provkg.errors import StoreUnreachable
 from provkg.spec import spec_changes
 
 log = logging.getLogger("provkg.api")
@@ -81,8 +82,14 @@ async def post_spec(request: Request) -> dict[str, Any]:
             # saved first, so the queue worker maps new events with it before the store
             # re-types what came earlier; taken back if the store refuses the spec's triples
             # (a 503 must leave no half-registered spec: found by black-box testing)
-            spec, previous = service.specs.replace(text)
+            spec, previous = service.specs.replace(text)  # validated first: a bad spec is a 400
             try:
+                waiting = service.store_wait
+                if waiting is not None and not waiting.reached.is_set():
+                    # the store's own specs are not read yet: they may be newer than this one
+                    raise StoreUnreachable("the store has not answered since the server "
+                                           f"started ({waiting.problem}); send the spec again "
+                                           "once GET /health/ready answers 200")
                 register_spec(service.store, spec, schema=service.settings.ingest_schema)
             except BaseException:
                 service.specs.restore(spec.workflow, previous)
