@@ -152,12 +152,36 @@ def test_ref_accepts_ids_and_refs_and_paths():
 def test_a_domain_given_only_through_derived_from_is_said_to_be_dropped(caplog):
     # found by black-box testing: derived_from carries ids only, and the domain of such a ref
     # vanished without a word (q1 / q6 through that raw file then answered nothing)
+    sink = capture.MemorySink()
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):
-        r = capture.ref("/sets/x.h5", derived_from=[
-            capture.ref("/raw/only-here.sgy", domain="https://example.org/kg/segy/9")])
+        with capture.workflow("lost-domain", sink=sink) as wf, wf.task("t") as task:
+            r = capture.ref("/sets/x.h5", derived_from=[
+                capture.ref("/raw/only-here.sgy", domain="https://example.org/kg/segy/9")])
+            task.generate(train=r)
+            assert "only-here" not in caplog.text  # said at the run's end: it may be used still
     assert r.derived_from == ("file:///raw/only-here.sgy",)
-    assert "domain of 'file:///raw/only-here.sgy' is not sent" in caplog.text
+    assert "domain of 'file:///raw/only-here.sgy' was not sent" in caplog.text
     assert "provkg link" in caplog.text
+
+
+@pytest.mark.parametrize("used_first", [True, False])
+def test_a_domain_ref_a_task_uses_is_no_lost_domain(caplog, used_first):
+    # found by black-box testing: the usual curation step (a raw file used, the cleaned cube
+    # derived from it) warned that the raw file's domain was not sent, although it was
+    sink = capture.MemorySink()
+    raw = capture.ref("/data/raw-%d.sgy" % used_first, domain="https://example.org/kg/file-1")
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("curation", sink=sink) as wf:
+            if used_first:
+                with wf.task("clean", used={"segy": raw}) as t:
+                    t.generate(cube=capture.ref("/data/clean.sgy", derived_from=[raw]))
+            else:  # the derived ref made first, the raw file used afterwards in the run
+                cube = capture.ref("/data/clean-2.sgy", derived_from=[raw])
+                with wf.task("clean", used={"segy": raw}) as t:
+                    t.generate(cube=cube)
+    assert "not sent" not in caplog.text
+    used = [v for e in _task_events(sink, "begin") for v in e.get("used", [])]
+    assert {"name": "segy", "location": raw.location, "domain": raw.domain} in used
 
 
 def test_each_bad_attribute_name_is_named(caplog):

@@ -61,7 +61,7 @@ from provkg.capture.report import report_once, shown_url
 from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
 from provkg.capture.values import _INT_BOUND as _INDEX_BOUND
-from provkg.capture.values import _PLAIN, MAX_ID, fit_id, fit_index, snapshot_values
+from provkg.capture.values import _PLAIN, MAX_ID, fit_id, fit_index, report_unsent_domains, snapshot_values
 
 __all__ = ["workflow", "Workflow", "Task", "current_workflow", "current_task",
            "sole_active_workflow", "active_workflows"]
@@ -283,6 +283,7 @@ class Workflow:
                         _current_workflow.set(None)
                 self._token = None
             _deactivate(self)
+            report_unsent_domains()
             self.emitter.close(adopt=self.owner)
         except Exception as exc:
             report_once(("wf-end", type(exc)), f"recording the workflow end failed: {exc!r}")
