@@ -395,6 +395,11 @@ def test_q7_has_no_row_for_a_measure_no_batch_has(embedded_store):
     # found by black-box testing: that empty answer was unexplained (f1 is per epoch)
     notes = why_empty(embedded_store, "q7", {"dataset": "ds", "measure": "f1"}, schema="typed")
     assert notes and "no batch (section) of the tasks that used this dataset recorded 'f1'" in notes[0]
+    # found by black-box testing: it said "the least f1" of a higher-is-better measure
+    assert "takes the greatest f1" in notes[0]
+    lower = why_empty(embedded_store, "q7", {"dataset": "ds", "measure": "f1", "better": "lower"},
+                      schema="typed")
+    assert "takes the least f1" in lower[0]
     rows = run_query(embedded_store, "q7", {"dataset": "ds", "measure": "loss"}).rows
     assert [r[:2] for r in rows] == [[mint_iri("value", "m"), 0.25]]
     assert not any("no batch" in n for n in why_empty(embedded_store, "q7", {

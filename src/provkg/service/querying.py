@@ -19,6 +19,7 @@ from typing import Any
 from provkg.errors import BadParameter, QuerySyntaxError
 from provkg.mapper.terms import P, PL
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
+from provkg.queries.lifecycle import measure_lower
 from provkg.queries.params import term_for
 from provkg.service.ingest import schemas_in_store
 from provkg.service.json_values import json_cell, text_cell
@@ -151,11 +152,12 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
     if not notes and name == "q7" and isinstance(values.get("measure"), str):
         param = next(p for p in query.parameters if p.name == "dataset")
         dataset = " ".join(located.get("dataset") or (term_for(param, values["dataset"], base=base),))
-        notes += _no_section_measure(store, dataset, values["measure"])
+        notes += _no_section_measure(store, dataset, values["measure"],
+                                     lower=measure_lower(values))
     return notes
 
 
-def _no_section_measure(store: Store, dataset: str, measure: str) -> list[str]:
+def _no_section_measure(store: Store, dataset: str, measure: str, *, lower: bool) -> list[str]:
     """q7's note when no section of the trainings that used ``dataset`` (VALUES terms) recorded
     ``measure``, in full or in a summary: q7 reads batch measures only (black-box testing: an
     accuracy recorded per training gave q7 no rows, unsaid, while d5 and q3 answered)."""
@@ -172,7 +174,8 @@ def _no_section_measure(store: Store, dataset: str, measure: str) -> list[str]:
             or not store.ask(f"ASK {{ VALUES ?d {{ {dataset} }} ?t {P.used} ?d }}"):
         return []
     return [f"no batch (section) of the tasks that used this dataset recorded {measure!r}: q7 "
-            f"takes the least {measure} over the batches of each training; a measure recorded "
+            f"takes the {'least' if lower else 'greatest'} {measure} over the batches of each "
+            "training; a measure recorded "
             "per epoch, per training or per stage is in q3, d5 and p2"]
 
 
