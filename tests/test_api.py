@@ -404,3 +404,34 @@ def test_a_json_spec_file_with_a_huge_number_is_a_one_line_error(tmp_path, capsy
                     '[{"name": "t", "kind": "training", "index": ' + "9" * 5000 + "}]}")
     assert main(["spec", "validate", str(spec)]) == 1
     assert "a number has more than 4,300 digits" in capsys.readouterr().err
+
+
+def test_hostile_nesting_is_refused_by_name_and_real_nesting_parses(server: ApiServer) -> None:
+    # a regression round: `!` marks with blanks or comments between them (and nested quoted
+    # triples) passed the nesting limit; Oxigraph's parser then took the SPARQL worker down
+    # (502), and `provkg sparql` with a segmentation fault
+    for query in ("SELECT ?x WHERE { BIND(" + "! " * 10000 + "true AS ?x) }",
+                  "SELECT ?x WHERE { BIND(" + "!#c\n" * 10000 + "true AS ?x) }",
+                  "SELECT * WHERE { " + "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " . }"):
+        response = server.http.post("/v1/sparql", content=query,
+                                    headers={"Content-Type": "application/sparql-query"})
+        assert response.status_code == 400, response.text
+        assert "deep; at most 500 are taken" in response.json()["detail"]
+    assert select(server, "SELECT ?n { VALUES ?n { 1 } }") == [[1]]
+
+
+def test_the_guard_takes_the_nesting_the_stores_take() -> None:
+    # a regression round: the read-only guard's parser (rdflib) refused 160 nested parentheses,
+    # which `provkg sparql` answers; the stores take 500 levels
+    import sys
+
+    from provkg.api.sparql_guard import check_query
+    from provkg.errors import QuerySyntaxError
+
+    limit = sys.getrecursionlimit()
+    for query in ("SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 400 + "1" + ")" * 400 + ") }",
+                  "SELECT * WHERE { ?s ?p ?o " + "OPTIONAL { ?s ?p ?o " * 400 + "}" * 400 + " }"):
+        assert check_query(query).form == "select"
+    assert sys.getrecursionlimit() == limit  # raised for the parse only
+    with pytest.raises(QuerySyntaxError, match="nests its brackets 6002 deep; at most 500"):
+        check_query("SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 6000 + "1" + ")" * 6000 + ") }")

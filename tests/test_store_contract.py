@@ -520,7 +520,10 @@ def test_rdflib_names_the_empty_prefix_and_does_not_blame_a_declared_one() -> No
 @pytest.mark.parametrize("shape", ["FILTER(" + "(" * 3000 + "1" + ")" * 3000 + ")",
                                    "{ " * 3000 + "?s ?p ?o " + "} " * 3000,
                                    "?s <urn:p> " + "[ <urn:p> " * 3000 + "1" + " ]" * 3000,
-                                   "FILTER(" + "!" * 3000 + "true)"])
+                                   "FILTER(" + "!" * 3000 + "true)",
+                                   # a regression round: blanks or comments between the marks
+                                   "FILTER(" + "! " * 1500 + "!#c\n" * 1500 + "true)",
+                                   "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " ."])
 def test_a_query_nested_thousands_deep_is_refused_by_name(embedded_store, shape):
     # found by black-box testing: `provkg sparql` on it ended in a segmentation fault
     from provkg.errors import QuerySyntaxError

@@ -216,16 +216,29 @@ MAX_NESTING = 500
 
 
 def nesting_depth(query: str) -> int:
-    """How deep a query's brackets ``{ ( [`` nest (strings, IRIs and comments aside), a run of
-    ``!`` counting as that many levels (each is one more recursion of a parser)."""
+    r"""How deep a query's brackets ``{ ( [`` and quoted triples ``<< >>`` nest (strings, IRIs
+    and comments aside), a run of ``!`` counting as that many levels (each is one more
+    recursion of a parser), whatever blanks or comments stand between its marks.
+
+    >>> nesting_depth("ASK { FILTER(! ! #x\n !true) }"), nesting_depth("SELECT * { << << ?a ?b ?c >> ?p ?o >> ?q ?r }")
+    (5, 3)
+    """
     depth = deepest = run = 0
-    for c in blank_noise(query):
-        run = run + 1 if c == "!" else 0
-        if c in "{([":
+    text = blank_noise(query)
+    previous = ""
+    for c in text:
+        if c == "!":
+            run += 1
+        elif not c.isspace():
+            run = 0
+        if c in "{([" or c == "<" and previous == "<":
             depth += 1
-        elif c in "})]":
+            c = "" if c == "<" else c  # "<<<" is one quoted triple, then an IRI's "<"
+        elif c in "})]" or c == ">" and previous == ">":
             depth -= 1
+            c = "" if c == ">" else c
         deepest = max(deepest, depth + run)
+        previous = c
     return deepest
 
 

@@ -11,12 +11,13 @@ forgery). ``SERVICE ?variable`` is always refused.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from provkg.api.errors import ReadOnlyQuery
 from provkg.errors import QuerySyntaxError
-from provkg.store.base import SPARQL_PARSER_LOCK
+from provkg.store.base import SPARQL_PARSER_LOCK, refuse_deep_nesting
 
 __all__ = ["GuardedQuery", "check_query", "query_form_of", "MAX_QUERY_CHARS", "UPDATE_REFUSED"]
 
@@ -55,6 +56,9 @@ def check_query(text: str, *, allowed_service_endpoints: list[str] | tuple[str, 
         return _check_cached(text, endpoints)
     return _check(text, endpoints)
 
+
+#: the recursion limit while the guard parses (see _check)
+_PARSE_RECURSION_LIMIT = 40_000
 
 #: accepted queries up to this length are remembered (a client polling one query, e.g. a
 #: dashboard or the persistence probe of benchmarks/service.py, is parsed once: parsing
@@ -105,11 +109,20 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
     # with CR read as LF, which changes no token of the query (CR is whitespace, or ends a
     # comment, or sits in a long string), and the store runs the text as sent.
     view = text.replace("\r", "\n")
+    refuse_deep_nesting(text)  # the stores' own limit, said in the same words
     try:
         with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe (found by black-box testing)
-            parsed = parseQuery(view)
+            # pyparsing recurses about 60 Python frames per nested bracket: with the default
+            # limit (1,000) queries the stores take were refused from ~160 levels (a regression
+            # round); 500 levels need ~32,000, pure Python frames, not the C stack
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
+            try:
+                parsed = parseQuery(view)
+            finally:
+                sys.setrecursionlimit(limit)
     except RecursionError:
-        raise QuerySyntaxError("query nests too deeply to parse") from None
+        raise QuerySyntaxError("the query nests too deeply to parse") from None
     except ParseBaseException as exc:
         if _is_update(view, parseUpdate):
             raise ReadOnlyQuery(UPDATE_REFUSED) from None

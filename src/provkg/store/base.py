@@ -486,7 +486,7 @@ def refuse_deep_nesting(query: str) -> None:
 
     Raises:
         QuerySyntaxError: it nests too deep."""
-    if sum(map(query.count, "({[!")) > MAX_NESTING:  # else it cannot: counted at C speed
+    if sum(map(query.count, "({[!<")) > MAX_NESTING:  # else it cannot: counted at C speed
         depth = nesting_depth(query)
         if depth > MAX_NESTING:
             raise QuerySyntaxError(f"the query nests its brackets {depth} deep; at most "
