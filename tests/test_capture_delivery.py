@@ -371,6 +371,15 @@ def test_replay_leaves_files_that_are_no_spool_segments_alone(tmp_path, capsys):
         assert main(["replay", "--to", f"file:{sink}", str(given)]) == 1
         assert given.exists()
     assert "important.db: it holds no provkg event" in capsys.readouterr().err
+    # a regression round: one whole event without its newline was "no provkg event"; it is
+    # one, as with the newline: delivered like any segment's
+    copied = tmp_path / "copied" / "copied.jsonl"
+    copied.parent.mkdir()
+    copied.write_bytes(b'{"type":"workflow","event":"begin","id":"r1","time":1.0,"workflow":"w"}')
+    assert main(["replay", "--to", f"file:{sink}", str(copied.parent)]) == 0
+    assert "no provkg event" not in capsys.readouterr().err
+    assert any(b'"id":"r1"' in f.read_bytes() or b'"id": "r1"' in f.read_bytes()
+               for f in sink.rglob("*.jsonl"))
     # a real segment with a torn last line is still replayed (and then deleted)
     segment = tmp_path / "spool" / "r" / "00000000000000000001-1-00000001.jsonl"
     segment.parent.mkdir(parents=True)

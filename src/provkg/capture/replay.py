@@ -182,15 +182,14 @@ def _read(data: bytes, segment: Path) -> list[_Item]:
         if event is None:
             raise _Foreign(f"line {n} {what}, so this is no spool segment; it is left as it is")
         items.append(_item(line, event))
+    last, _ = _event(torn) if torn.strip() else (None, "")
+    if last is not None:  # whole, only its newline missing
+        items.append(_item(torn, last))
     if not items and not _SEGMENT_NAME.fullmatch(segment.name):
         raise _Foreign("it holds no provkg event, so this is no spool segment; it is left as it is")
-    if torn.strip():
-        event, _ = _event(torn)
-        if event is not None:  # whole, only its newline missing
-            items.append(_item(torn, event))
-        else:
-            report_once(("torn", str(segment), len(lines) + 1), f"spool {segment}: line "
-                        f"{len(lines) + 1} is not a JSON event (torn write?); skipped")
+    if torn.strip() and last is None:
+        report_once(("torn", str(segment), len(lines) + 1), f"spool {segment}: line "
+                    f"{len(lines) + 1} is not a JSON event (torn write?); skipped")
     return items
 
 
