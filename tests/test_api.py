@@ -412,7 +412,10 @@ def test_hostile_nesting_is_refused_by_name_and_real_nesting_parses(server: ApiS
     # (502), and `provkg sparql` with a segmentation fault
     for query in ("SELECT ?x WHERE { BIND(" + "! " * 10000 + "true AS ?x) }",
                   "SELECT ?x WHERE { BIND(" + "!#c\n" * 10000 + "true AS ?x) }",
-                  "SELECT * WHERE { " + "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " . }"):
+                  "SELECT * WHERE { " + "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " . }",
+                  # and a prefixed name's escaped "#" read as a comment (the next regression round)
+                  "PREFIX ex: <urn:x:> SELECT * WHERE { ?s ?p ex:a\\# . " + "{" * 10000 + "?s ?p ?o"
+                  + "}" * 10000 + " }"):
         response = server.http.post("/v1/sparql", content=query,
                                     headers={"Content-Type": "application/sparql-query"})
         assert response.status_code == 400, response.text

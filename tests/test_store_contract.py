@@ -517,6 +517,24 @@ def test_rdflib_names_the_empty_prefix_and_does_not_blame_a_declared_one() -> No
         assert not isinstance(info.value, QuerySyntaxError)
 
 
+@pytest.mark.parametrize("query", [
+    "PREFIX ex: <urn:x:> SELECT * WHERE { ?s ?p ex:a\\# . " + "{ " * 3000 + "?s ?p ?o " + "} " * 3000 + "}",
+    "PREFIX ex: <urn:x:> SELECT * WHERE { VALUES ?v { " + "ex:a\\) " * 3000 + "} FILTER("
+    + "(" * 3000 + "1" + ")" * 3000 + ") }",
+    "PREFIX ex: <urn:x:> SELECT * WHERE { ?s ?p ex:a\\' . " + "{ " * 3000 + "?s ?p ?o " + "} " * 3000 + "}",
+])
+def test_escaped_characters_of_a_name_do_not_hide_deep_nesting(store, query):
+    # a regression round: `ex:a\#` read as a comment (the rest of the line hidden) and
+    # `ex:a\)` as a closing bracket took `provkg sparql` down, and aborted an Oxigraph server
+    from provkg.errors import QuerySyntaxError
+
+    with pytest.raises(QuerySyntaxError, match="nests its brackets 300[0-9] deep; at most 500"):
+        store.select(query)
+    shallow = "PREFIX ex: <urn:x:> SELECT * WHERE { ?s ?p ex:a\\# . { ?s ?p ?o } }"
+    if store.query_dialect != "virtuoso":  # Virtuoso 7.2 takes no escape in a name
+        assert store.select(shallow).rows == []  # a legal name, answered
+
+
 @pytest.mark.parametrize("shape", ["FILTER(" + "(" * 3000 + "1" + ")" * 3000 + ")",
                                    "{ " * 3000 + "?s ?p ?o " + "} " * 3000,
                                    "?s <urn:p> " + "[ <urn:p> " * 3000 + "1" + " ]" * 3000,

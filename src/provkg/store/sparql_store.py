@@ -53,6 +53,7 @@ from provkg.store.base import (
     ntriples_term,
     python_value,
     rdf_file,
+    refuse_deep_nesting,
     result_term,
     syntax_error,
 )
@@ -378,6 +379,8 @@ class SparqlStore(Store):
         that the endpoint answers (see :meth:`_check`)."""
         if self._http is None:
             raise StoreUnavailable(f"the store {self.shown_url} is closed")
+        if not update:  # a deep one aborted an Oxigraph server (a regression round)
+            refuse_deep_nesting(text)
         if check and not self._checked:
             self._check()
         ep = self.endpoint
