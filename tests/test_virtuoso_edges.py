@@ -320,3 +320,19 @@ def test_doubles_keep_their_type_in_typed_answers(virtuoso):
     assert [r[1] for r in rows] == [
         {"type": "literal", "value": "0.7", "datatype": double},
         {"type": "literal", "value": "2.5", "datatype": "http://www.w3.org/2001/XMLSchema#decimal"}]
+
+
+def test_d6_runs_on_virtuoso_for_a_workflow_without_adaptations(tmp_path):
+    # a regression round: with the join order forced (define sql:select-option "ORDER") d6 took
+    # Virtuoso past its code vector ("SQ199: Maximum size (32767) of a code vector exceeded")
+    # on the tester's store: two small workflows of sections and no adaptation (its triples).
+    # A Virtuoso of its own: with Virtuoso's default join-order search (the session's server
+    # tries 10 orders, not 1,000), as users run it
+    from pathlib import Path
+
+    from provkg.store.launch import VirtuosoServer
+
+    with VirtuosoServer(tmp_path / "db", buffers=20_000) as server, \
+            open_store(server.store_url) as store:
+        store.load_file(Path(__file__).parent / "data" / "virtuoso_sq199.nt.gz")
+        assert run_query(store, "d6", {"workflow": "flower"}).rows == []

@@ -231,20 +231,21 @@ _PREFIXED = re.compile(r"(?<![\w?$<\"'])([A-Za-z][\w\-]*):(?=[A-Za-z_])")
 
 
 def with_prefixes(body: str) -> str:
-    """``body`` preceded by the PREFIX lines of the vocab prefixes it uses; in the
-    ``virtuoso`` dialect by :data:`VIRTUOSO_PRAGMA` too."""
+    """``body`` preceded by the PREFIX lines of the vocab prefixes it uses."""
     used = sorted({m.group(1) for m in _PREFIXED.finditer(_without_literals(body))} & PREFIXES.keys())
-    text = "".join(f"PREFIX {p}: <{PREFIXES[p]}>\n" for p in used) + body
-    return VIRTUOSO_PRAGMA + text if current_dialect() == "virtuoso" else text
+    return "".join(f"PREFIX {p}: <{PREFIXES[p]}>\n" for p in used) + body
 
 
-#: Virtuoso joins the canned queries' parts in the order written (their anchor first). Left
+#: Virtuoso joins these canned queries' parts in the order written (their anchor first). Left
 #: to choose, Virtuoso 7.2 answered Q5 at the paper's full scale with 500 of its 600 rows (an
 #: OPTIONAL's second row lost for 100 of 300 epochs, typed and tagged alike, every run), and
-#: took a poorer plan for Q7 (0.45 -> 0.10 s typed, 1.82 -> 0.25 s tagged) and d8; the other
-#: canned queries take the same time either way (benchmarks/results/schemas-analysis.md).
-#: On the first line, so line numbers in an error message stay right.
+#: took a poorer plan for Q7 (0.45 -> 0.10 s typed, 1.82 -> 0.25 s tagged) and d8 (tagged
+#: 1.01 -> 0.01 s). Not for all: d6 in that order exceeds Virtuoso's code vector ("SQ199") on
+#: a workflow without adaptations (a regression round), and the others gained nothing
+#: (benchmarks/results/schemas-analysis.md). On the first line, so line numbers in an error
+#: message stay right.
 VIRTUOSO_PRAGMA = 'define sql:select-option "ORDER" '
+VIRTUOSO_ORDERED = frozenset({"q5", "q7", "d8"})
 
 
 def _without_literals(text: str) -> str:

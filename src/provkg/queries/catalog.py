@@ -21,7 +21,7 @@ from typing import Any
 from provkg.errors import BadParameter, UnknownQuery
 from provkg.queries import dnnprov, lifecycle, sprov
 from provkg.queries.builder import dialect as sparql_dialect
-from provkg.queries.builder import with_prefixes
+from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
@@ -89,7 +89,8 @@ class CannedQuery:
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
         with sparql_dialect(dialect):
-            return with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
+            text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
+        return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
 
     def finish(self, columns: list[str], rows: list[list[Any]], *,
                sparql: str | None = None) -> list[list[Any]]:
