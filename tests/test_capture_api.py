@@ -367,3 +367,39 @@ def test_a_task_pickles_inside_its_with_block():
                 pass
     (epoch,) = [e for e in _task_events(sink, "begin") if e["transformation"] == "epoch"]
     assert epoch["parent"] == training.id
+
+
+@pytest.mark.parametrize("meanwhile", ["nested", "thread", "fork"])
+def test_another_run_ending_says_nothing_of_this_runs_refs(caplog, meanwhile):
+    # a regression round: the lost-domain warning came when any run ended (a nested run, a run
+    # of another thread, a forked child's run), before this run's task used the ref
+    import os
+    import threading
+
+    sink = capture.MemorySink()
+    raw = capture.ref(f"/data/raw-{meanwhile}.sgy", domain="https://example.org/kg/basin/1")
+    cube = capture.ref(f"/data/cube-{meanwhile}.h5", derived_from=[raw])  # before any run
+
+    def other_run() -> None:
+        with capture.workflow("other", sink=capture.MemorySink()) as w, w.task("x") as t:
+            t.generate(v=1)
+
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("outer", sink=sink) as wf:
+            derived = capture.ref(f"/data/set-{meanwhile}.h5", derived_from=[raw])  # in the run
+            if meanwhile == "nested":
+                other_run()
+            elif meanwhile == "thread":
+                thread = threading.Thread(target=other_run)
+                thread.start()
+                thread.join()
+            else:
+                pid = os.fork()
+                if pid == 0:  # the child's log goes to the same captured handler: exit code says
+                    other_run()
+                    os._exit(3 if "not sent" in caplog.text else 0)
+                assert os.waitpid(pid, 0)[1] >> 8 == 0
+            assert "not sent" not in caplog.text
+            with wf.task("clean", used={"segy": raw}) as t:
+                t.generate(cube=cube, train=derived)
+    assert "not sent" not in caplog.text

@@ -18,8 +18,9 @@ import datetime as _dt
 import enum
 import math
 import operator
+import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path, PurePath, PureWindowsPath
@@ -129,21 +130,31 @@ def ref(uri: str, *, id: str | None = None, domain: str | None = None,
 #: refs with a domain named only in derived_from so far: :func:`report_unsent_domains` warns
 #: about these at a run's end. Bounded: a process names few domain refs.
 _domains_sent: set[str] = set()
-_domains_waiting: dict[str, None] = {}
+#: key -> (pid, id() of the run current when the ref was made, None: no run then)
+_domains_waiting: dict[str, tuple[int, int | None]] = {}
 _DOMAIN_KEYS_MAX = 10_000
+#: the run current in this context (provkg.capture.workflow sets it: no import cycle)
+current_run: Callable[[], object | None] = lambda: None
 
 
-def report_unsent_domains() -> None:
+def report_unsent_domains(run: object, *, last: bool) -> None:
     """Warn (once each) about refs with a domain named in ``derived_from`` but never sent as a
-    value: their domain link is not captured. Called when a run ends; never raises."""
+    value: their domain link is not captured. Called when ``run`` ends in the process that
+    owns it, for the refs made while it was the current run (``last``: no run is active any
+    more, so refs made outside any run too); another run ending meanwhile (nested, in
+    another thread or a forked child) says nothing of them (a regression round). Never raises."""
     try:
-        for key in list(_domains_waiting):
+        mine, pid = id(run), os.getpid()
+        for key, (made_in, owner) in list(_domains_waiting.items()):
+            # a forked child inherits the parent's refs: they are the parent's to report
+            if made_in != pid or owner != mine and not (last and owner is None):
+                continue
+            del _domains_waiting[key]
             if key not in _domains_sent:
                 report_once(("ref-derived-domain", key), "capture.ref(derived_from=): the domain "
                             f"of {key!r} was not sent (derived_from carries ids only, and no task "
                             "used or generated that ref); use it in a task too, or link it "
                             "later: `provkg link ID IRI`")
-        _domains_waiting.clear()
     except Exception:  # a dict changed by another thread meanwhile: the warning is only advice
         pass
 
@@ -170,7 +181,8 @@ def _sources(derived_from: object) -> tuple[str, ...]:
                 # value too, its domain is lost; said at the run's end (found by black-box
                 # testing: q1 / q6 through that raw file answered nothing)
                 if len(_domains_waiting) < _DOMAIN_KEYS_MAX:
-                    _domains_waiting[key] = None
+                    run = current_run()
+                    _domains_waiting[key] = (os.getpid(), None if run is None else id(run))
             if isinstance(key, str):
                 key = fit_id(key, "capture.ref(derived_from=)")
                 if key is not None:

@@ -60,6 +60,7 @@ from provkg.capture.environment import capture_environment, default_agent, proce
 from provkg.capture.report import report_once, shown_url
 from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
+from provkg.capture import values as _values
 from provkg.capture.values import _INT_BOUND as _INDEX_BOUND
 from provkg.capture.values import _PLAIN, MAX_ID, fit_id, fit_index, report_unsent_domains, snapshot_values
 
@@ -101,6 +102,9 @@ def sole_active_workflow() -> Workflow | None:
     except (ValueError, RuntimeError):
         return None
     return wf
+
+
+_values.current_run = current_workflow  # refs remember the run they were made in
 
 
 def active_workflows() -> int:
@@ -283,7 +287,8 @@ class Workflow:
                         _current_workflow.set(None)
                 self._token = None
             _deactivate(self)
-            report_unsent_domains()
+            if self.owner:  # a forked child ending the run it continued says nothing of its refs
+                report_unsent_domains(self, last=not _active)
             self.emitter.close(adopt=self.owner)
         except Exception as exc:
             report_once(("wf-end", type(exc)), f"recording the workflow end failed: {exc!r}")
