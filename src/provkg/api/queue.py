@@ -55,6 +55,8 @@ _MAGIC = b"PKQ1"
 _HEADER = struct.Struct("<4sIII")  # magic, payload length, events, crc32(payload)
 _SEGMENT_BYTES = 64 * 1024 * 1024
 _RETRY_MAX_S = 5.0
+#: a retried problem is logged again after this many seconds
+_RETRY_LOG_EVERY_S = 60.0
 #: while the disk refuses batches, how often the writer sees whether it has room again
 _PROBE_EVERY_S = 5.0
 _CURSOR_EVERY_S = 0.5
@@ -401,6 +403,7 @@ class IngestQueue:
         acknowledged is lost; a batch that cannot be applied because of its content goes to
         the dead-letter folder and the others are applied."""
         delay = 0.1
+        said: tuple[str, float] = ("", 0.0)  # the problem last logged, and when
         try:
             while True:
                 try:
@@ -434,7 +437,13 @@ class IngestQueue:
                 with self._cond:
                     since = self._failing[0] if self._failing else time.monotonic()
                     self._failing = (since, problem)
-                log.warning("could not apply queued batches (%s); retrying in %.1f s", problem, delay)
+                now = time.monotonic()
+                if problem != said[0] or now - said[1] >= _RETRY_LOG_EVERY_S:
+                    # once per problem and then each minute: every 5 s for hours (a store down
+                    # at the start) was 720 lines an hour (a regression round)
+                    log.warning("could not apply queued batches (%s); retrying in %.1f s",
+                                problem, delay)
+                    said = (problem, now)
                 time.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
         finally:

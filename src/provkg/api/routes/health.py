@@ -52,8 +52,8 @@ async def ready(request: Request) -> Any:
         problems.append(f"store: {exc}")
     waiting = service.store_wait
     if waiting is not None and not waiting.reached.is_set():
-        problems.append("store: not reached since the server started; batches are accepted "
-                        "and kept in the queue until it answers")
+        problems.append(f"store: not usable since the server started ({waiting.problem}); "
+                        "batches are accepted and kept in the queue until it is")
     queue = service.queue
     if not queue.healthy:
         problems.append("ingest queue: stopped (see the server log)")

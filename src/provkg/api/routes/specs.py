@@ -87,7 +87,7 @@ async def post_spec(request: Request) -> dict[str, Any]:
                 waiting = service.store_wait
                 if waiting is not None and not waiting.reached.is_set():
                     # the store's own specs are not read yet: they may be newer than this one
-                    raise StoreUnreachable("the store has not answered since the server "
+                    raise StoreUnreachable("the store has not been usable since the server "
                                            f"started ({waiting.problem}); send the spec again "
                                            "once GET /health/ready answers 200")
                 register_spec(service.store, spec, schema=service.settings.ingest_schema)
