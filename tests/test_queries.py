@@ -236,3 +236,21 @@ def test_q5_lists_a_training_still_running(store, lc, schema):
         all(_close(x, y) for x, y in zip(g, w)) for g, w in zip(mine, want)), (mine, want)
     others = {r[0] for r in rows} - {_task(running.id)}
     assert others and all(r[3] is not None for r in rows if r[0] in others)
+
+
+def test_d6_on_a_workflow_without_adaptations_ranks_nothing(lc):
+    # black-box testing: on a workflow of 16,000 trainings and no adaptation, d6 ranked every
+    # training twice (the last-epoch fallback) to find no row: 39 s, a 504 from the server.
+    # Its precondition (an adaptation of the workflow at all) answers alone now
+    from provkg.store import open_store
+
+    with open_store("memory:") as store:
+        load_lifecycle(store, lc)
+        asked: list[str] = []
+        select = store.select
+        store.select = lambda text, **kw: asked.append(text) or select(text, **kw)  # a spy
+        assert run_query(store, "d6", {"workflow": WF}).rows  # the fixture has adaptations
+        ranked = len(asked)
+        asked.clear()
+        assert run_query(store, "d6", {"workflow": "no-such-workflow"}).rows == []
+        assert len(asked) == 1 and "LIMIT 1" in asked[0] and ranked >= 2

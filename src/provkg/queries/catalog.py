@@ -51,6 +51,9 @@ class CannedQuery:
     #: (key column, time variable): of the rows of one key, only those with the latest time
     #: (the SPARQL projects the time too; it is not a column of the answer)
     latest_by: tuple[str, str] | None = None
+    #: a SELECT that finds a row whenever the query can have one: when it finds none the
+    #: answer is empty without running the query (``run_query``)
+    precondition: Builder | None = field(default=None, repr=False, compare=False)
 
     def parse(self, params: dict[str, object]) -> dict[str, object]:
         """Checked and typed parameter values, defaults filled in (raises BadParameter)."""
@@ -87,9 +90,12 @@ class CannedQuery:
             from provkg.queries.rq import bind_rq
 
             return bind_rq(self.rq_text, terms)
-        assert self.build is not None
+        build = self.precondition if (options or {}).get("precondition") else self.build
+        assert build is not None
         with sparql_dialect(dialect):
-            text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
+            text = with_prefixes(build(terms, {**values, **(options or {})}, schema))
+        if build is self.precondition:
+            return text
         return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
 
     def finish(self, columns: list[str], rows: list[list[Any]], *,
@@ -242,7 +248,8 @@ def _builder_queries() -> list[CannedQuery]:
                     fallback=_LAST_EPOCH, pair_columns=hp),
         CannedQuery("d6", "Learning-rate adaptations of the best training: epoch, technique, new "
                     "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy"), _BETTER),
-                    ("training", "epoch", "technique", "new_value"), build=D.d6, fallback=_LAST_EPOCH),
+                    ("training", "epoch", "technique", "new_value"), build=D.d6, fallback=_LAST_EPOCH,
+                    precondition=D.d6_precondition),
         CannedQuery("d7", "The filter applied when a hyperparameter had a value (DNNProv Q7)",
                     (_WORKFLOW, _p("hyperparameter", "str", help="hyperparameter name"),
                      _p("value", "scalar", help="its value, e.g. 0.4")),
