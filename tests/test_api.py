@@ -415,7 +415,9 @@ def test_hostile_nesting_is_refused_by_name_and_real_nesting_parses(server: ApiS
                   "SELECT * WHERE { " + "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " . }",
                   # and a prefixed name's escaped "#" read as a comment (the next regression round)
                   "PREFIX ex: <urn:x:> SELECT * WHERE { ?s ?p ex:a\\# . " + "{" * 10000 + "?s ?p ?o"
-                  + "}" * 10000 + " }"):
+                  + "}" * 10000 + " }",
+                  # and a comparison read as an IRI's "<" (the round after)
+                  "ASK { FILTER(1<" + "(" * 10000 + "1" + ")" * 10000 + "&&2>1) }"):
         response = server.http.post("/v1/sparql", content=query,
                                     headers={"Content-Type": "application/sparql-query"})
         assert response.status_code == 400, response.text

@@ -403,3 +403,26 @@ def test_another_run_ending_says_nothing_of_this_runs_refs(caplog, meanwhile):
             with wf.task("clean", used={"segy": raw}) as t:
                 t.generate(cube=cube, train=derived)
     assert "not sent" not in caplog.text
+
+
+def test_a_domain_lost_in_a_forked_child_is_said_there():
+    # a regression round: a child forked inside a run, deriving data from a ref it made and
+    # never used, said nothing (its run end left the warning to the parent, which never saw it)
+    import os
+
+    sink = capture.MemorySink()
+    with capture.workflow("parent", sink=sink) as wf:
+        pid = os.fork()
+        if pid == 0:  # the child goes on in the run it inherited, then ends it
+            seen: list[str] = []
+            handler = logging.Handler()
+            handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+            logging.getLogger("provkg.capture").addHandler(handler)
+            try:
+                with wf.task("t") as t:
+                    raw = capture.ref("/raw/child-only.sgy", domain="https://example.org/kg/f/1")
+                    t.generate(cube=capture.ref("/data/child-cube.h5", derived_from=[raw]))
+                wf.end()
+            finally:
+                os._exit(0 if any("child-only.sgy' was not sent" in m for m in seen) else 3)
+        assert os.waitpid(pid, 0)[1] >> 8 == 0

@@ -200,10 +200,16 @@ def test_sparql_refuses_updates_and_service(store):
     for text in ["DROP ALL", "PREFIX x: <http://x/> INSERT DATA { x:a x:b x:c }",
                  "SELECT * WHERE { SERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }",
                  # a comment ends at CR (SPARQL, Oxigraph): the SERVICE is the query's
-                 "SELECT * WHERE { BIND(1 AS ?a) # x\r SERVICE <http://127.0.0.1:1/> { ?s ?p ?o }\n}"]:
+                 "SELECT * WHERE { BIND(1 AS ?a) # x\r SERVICE <http://127.0.0.1:1/> { ?s ?p ?o }\n}",
+                 # a regression round: a comparison read as an IRI (<'x>) hid it in a "string"
+                 "SELECT ?x WHERE { FILTER(1<'x>') SERVICE <http://127.0.0.1:1/> { ?x ?p ?o } FILTER(1='y') }",
+                 "SELECT ?x WHERE { FILTER(1<'x>') .SERVICE <http://127.0.0.1:1/> { ?x ?p ?o } FILTER(1='y') }"]:
         with pytest.raises(BadParameter, match="read-only"):
             run_sparql(store, text)
     assert run_sparql(store, "ASK { ?s ?p ?o }") is False
+    # and the word is no keyword in a variable, a prefixed name or an IRI (it was refused)
+    assert run_sparql(store, "PREFIX ex: <http://e/> SELECT ?service { ?s ex:SERVICE ?service }").rows == []
+    assert run_sparql(store, "SELECT ?s { ?s <http://e/SERVICE> ?o ; <http://e/?q=SERVICE> ?o }").rows == []
 
 
 def test_bench_clauses_cli_prints_the_table_and_json():

@@ -541,7 +541,9 @@ def test_escaped_characters_of_a_name_do_not_hide_deep_nesting(store, query):
                                    "FILTER(" + "!" * 3000 + "true)",
                                    # a regression round: blanks or comments between the marks
                                    "FILTER(" + "! " * 1500 + "!#c\n" * 1500 + "true)",
-                                   "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " ."])
+                                   "<< " * 3000 + "?a ?b ?c" + " >> <urn:p> ?o" * 3000 + " .",
+                                   # a comparison read as an IRI's "<" hid the brackets after it
+                                   "FILTER(1<" + "(" * 3000 + "1" + ")" * 3000 + "&&2>1)"])
 def test_a_query_nested_thousands_deep_is_refused_by_name(embedded_store, shape):
     # found by black-box testing: `provkg sparql` on it ended in a segmentation fault
     from provkg.errors import QuerySyntaxError
@@ -550,3 +552,6 @@ def test_a_query_nested_thousands_deep_is_refused_by_name(embedded_store, shape)
         embedded_store.select("SELECT * WHERE { ?s ?p ?o " + shape + " }")
     assert embedded_store.select("SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 10 + "1"
                                  + ")" * 10 + ") }").rows == []
+    # brackets inside IRIs and strings are no nesting, either way a "<" is read
+    assert embedded_store.select("SELECT * WHERE { ?s <urn:x:a(((b> ?o FILTER(?o = '" + "(" * 600
+                                 + "' || 1<2) }").rows == []

@@ -202,15 +202,30 @@ def ntriples_line(t: Triple) -> str:
 #: short strings, IRIs (blanked before a scan), and a prefixed name's escaped character
 #: (``ex:a\#``, ``ex:a\)``: no comment, bracket or quote; a regression round bypassed the
 #: nesting limit with them)
-SPARQL_NOISE = re.compile(r'#[^\n\r]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
-                          r'|"(?:[^"\\\n\r]|\\.)*"|\'(?:[^\'\\\n\r]|\\.)*\'|<[^<>"{}|^`\\\s]*>'
-                          r'|\\[^\n\r]')
+_COMMENT_AND_STRINGS = (r'#[^\n\r]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
+                        r'|"(?:[^"\\\n\r]|\\.)*"|\'(?:[^\'\\\n\r]|\\.)*\'')
+_IRI = r'<[^<>"{}|^`\\\s]*>'
+_ESCAPED = r'\\[^\n\r]'
+SPARQL_NOISE = re.compile(f"{_COMMENT_AND_STRINGS}|{_IRI}|{_ESCAPED}")
 
 
-def blank_noise(query: str) -> str:
+#: the same without IRIs: a ``<`` may also be a comparison (``1<(2)&&3>1``, ``1<'x>'``), which
+#: only the grammar tells from an IRI's start (a regression round hid 10,000 brackets, and a
+#: SERVICE call, in such an "IRI"); checks that must not be fooled read the text both ways
+SPARQL_NOISE_NO_IRI = re.compile(f"{_COMMENT_AND_STRINGS}|{_ESCAPED}")
+
+
+def blank_noise(query: str, *, iris: bool = True) -> str:
     """``query`` with its comments, strings and IRIs blanked out, character for character:
-    keywords found in it are the query's own, at the same offsets in ``query``."""
-    return SPARQL_NOISE.sub(lambda m: " " * len(m.group(0)), query)
+    keywords found in it are the query's own, at the same offsets in ``query``. ``iris=False``
+    reads every ``<`` as a comparison (see :data:`SPARQL_NOISE_NO_IRI`)."""
+    return (SPARQL_NOISE if iris else SPARQL_NOISE_NO_IRI).sub(lambda m: " " * len(m.group(0)), query)
+
+
+def noise_readings(query: str) -> tuple[str, str]:
+    """The query blanked both ways (``<`` as an IRI's start, and as a comparison): a keyword
+    or a bracket that either reading shows may be the query's own."""
+    return blank_noise(query), blank_noise(query, iris=False)
 
 
 #: brackets a query may nest: far beyond any real query, and far below where Oxigraph's
@@ -226,8 +241,11 @@ def nesting_depth(query: str) -> int:
     >>> nesting_depth("ASK { FILTER(! ! #x\n !true) }"), nesting_depth("SELECT * { << << ?a ?b ?c >> ?p ?o >> ?q ?r }")
     (5, 3)
     """
+    return max(_depth(text) for text in noise_readings(query))
+
+
+def _depth(text: str) -> int:
     depth = deepest = run = 0
-    text = blank_noise(query)
     previous = ""
     for c in text:
         if c == "!":

@@ -287,8 +287,8 @@ class Workflow:
                         _current_workflow.set(None)
                 self._token = None
             _deactivate(self)
-            if self.owner:  # a forked child ending the run it continued says nothing of its refs
-                report_unsent_domains(self, last=not _active)
+            # in a forked child too, for the refs made there (the parent's stay the parent's)
+            report_unsent_domains(self, last=not _active)
             self.emitter.close(adopt=self.owner)
         except Exception as exc:
             report_once(("wf-end", type(exc)), f"recording the workflow end failed: {exc!r}")

@@ -25,7 +25,7 @@ from provkg.service.ingest import schemas_in_store
 from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import value_named, values_at_location
 from provkg.store import Rows, Store, open_store, store_dialect
-from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, ntriples_line
+from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, noise_readings, ntriples_line
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
 
 __all__ = [
@@ -349,6 +349,13 @@ def query_form(text: str) -> str:
                        "after the PREFIX / BASE lines")
 
 
+#: the SERVICE keyword, not a variable (?service), a prefixed name (ex:SERVICE) or a word in one;
+#: in the reading that keeps IRIs (noise_readings) not inside a path or query of one either
+#: (a regression round: a query about services was refused, and 1<'x>' hid a SERVICE call)
+_SERVICE = re.compile(r"(?<![\w?$:])SERVICE\b", re.IGNORECASE)
+_SERVICE_AMID_IRIS = re.compile(r"(?<![\w?$:/#=])SERVICE\b", re.IGNORECASE)
+
+
 def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows | bool | list[Triple]:
     """Run a read-only SPARQL query: rows for SELECT, a bool for ASK, triples for
     CONSTRUCT / DESCRIBE.
@@ -362,7 +369,8 @@ def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows
     if form == "UPDATE":
         raise BadParameter("read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, ...) "
                            "are refused here; load data with `provkg load` / `provkg ingest`")
-    if re.search(r"\bSERVICE\b", SPARQL_NOISE.sub(" ", text), re.IGNORECASE):
+    iri_read, comparison_read = noise_readings(text)
+    if _SERVICE.search(iri_read) or _SERVICE_AMID_IRIS.search(comparison_read):
         raise BadParameter("read-only: SERVICE (federated queries) is refused; it would make "
                            "the store fetch other URLs")
     if form == "SELECT":
