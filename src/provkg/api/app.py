@@ -129,7 +129,8 @@ def open_service(settings: Settings) -> Service:
                 _check_writes(store, settings)
             except StoreUnreachable as exc:
                 # down or still starting (a compose file starts both at once): serve anyway,
-                # queueing batches durably, and reach it in the background (it refused to start)
+                # queueing batches durably, and reach it in the background (the server used to
+                # refuse to start, found by black-box testing)
                 log.warning("%s; serving anyway: batches are queued and applied once it answers "
                             "(tried every %.0f s)", exc, _STORE_RETRY_S)
                 waiting = StoreWait(str(exc))
@@ -181,9 +182,9 @@ def _sync_specs(store: Store, specs: SpecRegistry, *, schema: str) -> None:
 
 
 class StoreWait:
-    """A remote store that gave no answer when the server started. Until :meth:`run` has
-    reached it (and done what the start would have done), the queue keeps batches on disk,
-    spec posts are refused (503) and ``/health/ready`` says why."""
+    """A remote store that gave no answer when the server started. Until the thread of
+    :meth:`start` has reached it (and done what the start would have done), the queue keeps
+    batches on disk, spec posts are refused (503) and ``/health/ready`` says why."""
 
     def __init__(self, problem: str):
         self.reached = threading.Event()
@@ -205,14 +206,12 @@ class StoreWait:
             while not self._stop.wait(_STORE_RETRY_S):
                 try:
                     reach()
-                except ProvkgError as exc:
-                    if str(exc) != self.problem:
-                        log.warning("the store is still not usable: %s", exc)
-                    self.problem = str(exc)
-                    continue
                 except Exception as exc:  # never let the thread die: the queue waits on it
-                    log.exception("reaching the store failed unexpectedly")
-                    self.problem = f"{type(exc).__name__}: {exc}"
+                    problem = str(exc) if isinstance(exc, ProvkgError) else f"{type(exc).__name__}: {exc}"
+                    if problem != self.problem:  # each new problem once, not every 5 s
+                        log.warning("the store is still not usable: %s", problem,
+                                    exc_info=not isinstance(exc, ProvkgError))
+                    self.problem = problem
                     continue
                 self.reached.set()
                 log.info("the store answers now: queued batches are being applied")

@@ -73,6 +73,29 @@ class CannedQuery:
         Raises:
             BadParameter: a bad parameter, or a schema this query does not exist in.
         """
+        values, terms = self._bound(params, schema=schema, base=base, data_terms=data_terms)
+        if self.rq_text is not None:
+            from provkg.queries.rq import bind_rq
+
+            return bind_rq(self.rq_text, terms)
+        assert self.build is not None
+        with sparql_dialect(dialect):
+            text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
+        return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
+
+    def render_precondition(self, params: dict[str, object], *, schema: str = "typed",
+                            base: str = DEFAULT_BASE, dialect: str = "standard",
+                            data_terms: dict[str, tuple[str, ...]] | None = None) -> str | None:
+        """The SPARQL of :attr:`precondition` (as :meth:`render`), or None without one."""
+        if self.precondition is None:
+            return None
+        values, terms = self._bound(params, schema=schema, base=base, data_terms=data_terms)
+        with sparql_dialect(dialect):
+            return with_prefixes(self.precondition(terms, values, schema))
+
+    def _bound(self, params: dict[str, object], *, schema: str, base: str,
+               data_terms: dict[str, tuple[str, ...]] | None) -> tuple[dict[str, object], dict[str, Any]]:
+        """(checked parameter values, their SPARQL terms) for ``schema``."""
         if schema not in self.schemas:
             raise BadParameter(
                 f"query {self.name!r} runs on the {' / '.join(self.schemas)} schema, "
@@ -86,17 +109,7 @@ class CannedQuery:
                 found = tuple(iri(t[1:-1] if t.startswith("<") and t.endswith(">") else t)
                               for t in found)
                 terms[name] = found[0] if len(found) == 1 else found
-        if self.rq_text is not None:
-            from provkg.queries.rq import bind_rq
-
-            return bind_rq(self.rq_text, terms)
-        build = self.precondition if (options or {}).get("precondition") else self.build
-        assert build is not None
-        with sparql_dialect(dialect):
-            text = with_prefixes(build(terms, {**values, **(options or {})}, schema))
-        if build is self.precondition:
-            return text
-        return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
+        return values, terms
 
     def finish(self, columns: list[str], rows: list[list[Any]], *,
                sparql: str | None = None) -> list[list[Any]]:

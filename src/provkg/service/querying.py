@@ -70,11 +70,10 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
     """
     query = get_query(name)
     data_terms = _values_at_locations(store, query, params, base=base)
-    if query.precondition is not None:
-        text = query.render(params, schema=schema, base=base, dialect=store.query_dialect,
-                            data_terms=data_terms, options={"precondition": True})
-        if not store.select(text, timeout=timeout, hide_system_graphs=False).rows:
-            return Rows(list(query.columns), [])
+    first = query.render_precondition(params, schema=schema, base=base,
+                                      dialect=store.query_dialect, data_terms=data_terms)
+    if first is not None and not store.select(first, timeout=timeout, hide_system_graphs=False).rows:
+        return Rows(list(query.columns), [])  # it cannot have a row (see CannedQuery.precondition)
     for options in ({}, dict(query.fallback)) if query.fallback else ({},):
         text = query.render(params, schema=schema, base=base, dialect=store.query_dialect,
                             data_terms=data_terms, options=options)
