@@ -139,10 +139,11 @@ current_run: Callable[[], object | None] = lambda: None
 
 def report_unsent_domains(run: object, *, last: bool) -> None:
     """Warn (once each) about refs with a domain named in ``derived_from`` but never sent as a
-    value: their domain link is not captured. Called when ``run`` ends in the process that
-    owns it, for the refs made while it was the current run (``last``: no run is active any
-    more, so refs made outside any run too); another run ending meanwhile (nested, in
-    another thread or a forked child) says nothing of them (a regression round). Never raises."""
+    value: their domain link is not captured. Called when ``run`` ends (in a forked child that
+    continued it too), for the refs this process made while it was the current run (``last``:
+    no run is active any more, so refs made outside any run too); another run ending meanwhile
+    (nested, in another thread or a forked child) says nothing of them (a regression round).
+    Never raises."""
     try:
         mine, pid = id(run), os.getpid()
         for key, (made_in, owner) in list(_domains_waiting.items()):
