@@ -30,7 +30,11 @@ def run_child(code: str, tmp_path: Path, *, terminate: bool = False,
     "ready". Returns its exit code, its stderr and the events in its file sink."""
     out, spool = tmp_path / "out", tmp_path / "spool"
     argv = [sys.executable, "-c", PRELUDE + textwrap.dedent(code), str(out), str(spool)]
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the default action for SIGHUP in the child, whatever this process has: run under nohup
+    # (SIGHUP ignored, inherited) the library rightly leaves an ignored SIGHUP alone, and the
+    # SIGHUP case waited 60 s for nothing
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         if terminate:
             assert child.stdout.readline().strip() == "ready"
