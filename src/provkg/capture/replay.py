@@ -15,7 +15,6 @@ beyond 64 bits stay exact).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
 from provkg.capture.sink import SinkRejected, open_sink, send_in_halves
-from provkg.capture.spool import claim_segment, spool_segments
+from provkg.capture.spool import SEGMENT_NAME, claim_segment, spool_segments
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
 
 __all__ = ["replay", "ReplayReport", "cmd_replay"]
@@ -145,10 +144,6 @@ def _deliver(sink: Any, send_lines: Any, part: list[_Item]) -> None:
             start = end
 
 
-#: how the capture library names a spool segment: time (ns), pid, sequence
-_SEGMENT_NAME = re.compile(r"\d{20}-\d+-\d{8}\.jsonl")
-
-
 class _Foreign(Exception):
     """A file that is no spool segment (why): left as it is."""
 
@@ -185,7 +180,7 @@ def _read(data: bytes, segment: Path) -> list[_Item]:
     last, _ = _event(torn) if torn.strip() else (None, "")
     if last is not None:  # whole, only its newline missing
         items.append(_item(torn, last))
-    if not items and not _SEGMENT_NAME.fullmatch(segment.name):
+    if not items and not SEGMENT_NAME.match(segment.name):
         raise _Foreign("it holds no provkg event, so this is no spool segment; it is left as it is")
     if torn.strip() and last is None:
         report_once(("torn", str(segment), len(lines) + 1), f"spool {segment}: line "

@@ -53,7 +53,8 @@ DEFAULT_SPOOL_BYTES = 2 * 1024**3
 #: a segment is sealed (no more appends) past this size, so it can be replayed and deleted
 _SEGMENT_BYTES = 4 * 1024 * 1024
 _seq = itertools.count(1)
-_SEGMENT_NAME = re.compile(r"^\d{20}-(\d+)-\d{8}\.jsonl$")
+#: how a segment is named: time (ns), pid, sequence (replay tells segments by it too)
+SEGMENT_NAME = re.compile(r"^\d{20}-(\d+)-\d{8}\.jsonl$")
 
 
 def spool_segments(root: str | os.PathLike[str]) -> list[Path]:
@@ -379,7 +380,7 @@ class Spool:
         me = os.getpid()
         found = []
         for name in names:
-            match = _SEGMENT_NAME.match(name)
+            match = SEGMENT_NAME.match(name)
             if match is None or int(match.group(1)) == me or _alive(int(match.group(1))):
                 continue
             path = self.directory / name
@@ -408,7 +409,7 @@ class Spool:
         except OSError:
             return 0
         me, taken = os.getpid(), {p.name for p in self._sealed}
-        return sum(1 for name in names if (m := _SEGMENT_NAME.match(name)) is not None
+        return sum(1 for name in names if (m := SEGMENT_NAME.match(name)) is not None
                    and int(m.group(1)) != me and name not in taken)
 
     def _seal(self) -> None:
