@@ -453,7 +453,7 @@ def load_json_line(line: bytes, where: Callable[[], str]) -> Any:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
         return load_json(line, where=where())  # raises NotJson or BadEvent, as load_json does
-    if _NINETEEN in line.translate(_DIGITS_ONLY):  # a long integer: orjson made it a double
+    if _has_long_digits(line):  # a long integer: orjson made it a double
         return load_json(line, where=where())
     return obj
 

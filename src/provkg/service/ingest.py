@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-
 from provkg.errors import BadEvent, BadSpec, MappingError, ProvkgError
 from provkg.events import load_json
 from provkg.mapper import SCHEMAS, MapState, finish, map_batch, map_spec, sprov, typed
