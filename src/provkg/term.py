@@ -24,7 +24,7 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
-    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise", "MAX_NESTING", "nesting_depth",
+    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise", "noise_readings", "MAX_NESTING", "nesting_depth",
     "location_form", "path_location", "json_size",
 ]
 
@@ -245,6 +245,7 @@ def nesting_depth(query: str) -> int:
 
 
 def _depth(text: str) -> int:
+    """:func:`nesting_depth` of one blanked reading."""
     depth = deepest = run = 0
     previous = ""
     for c in text:
