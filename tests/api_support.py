@@ -90,6 +90,18 @@ class ApiServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def wait_log(self, *texts: str, after: int = 0, timeout: float = 60.0) -> str:
+        """The log from offset ``after`` on, once it holds one of ``texts``; the deadline
+        only keeps a broken server from hanging the test."""
+        deadline = time.monotonic() + timeout
+        while True:
+            tail = self.log()[after:]
+            if any(text in tail for text in texts):
+                return tail
+            if time.monotonic() > deadline:
+                raise AssertionError(f"none of {texts} in the log within {timeout} s:\n{tail}")
+            time.sleep(0.05)
+
     def kill(self) -> None:
         """SIGKILL the server and its SPARQL workers (its process group): a crash."""
         if self.proc is not None and self.proc.poll() is None:

@@ -8,12 +8,22 @@ test gets an empty store (server stores are cleared before and after each test).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from provkg.store import Store, open_store
 from provkg.store.launch import OxigraphServer, VirtuosoServer
+
+# The suite's property tests must not depend on the host's speed or on the day: no per-example
+# deadline and no too-slow health check (a loaded CI machine breaks both), and derandomized so
+# a failure in CI is the same failure on a laptop. HYPOTHESIS_PROFILE=dev explores new examples.
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 #: backend ids of the ``store`` fixture, in the order tests run
 BACKENDS = ["oxigraph", "memory", "rdflib", "oxigraph-server", "virtuoso"]

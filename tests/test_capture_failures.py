@@ -27,18 +27,48 @@ class ExplodingSink:
 
 
 class StuckSink:
-    """Hangs until released, then takes the batch."""
+    """Hangs in ``send`` until ``release`` is set, then takes the batch.
+
+    ``entered``: a send began; ``returned``: a send came back; ``callers``: the threads that
+    called ``send``. The 60 s bound (after which the sink holds nothing any more) only keeps a
+    caller that does wait on the sink from hanging the suite: that caller comes back after
+    ``returned`` is set, which the tests check."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.entered = threading.Event()
+        self.returned = threading.Event()
+        self.callers: set[int] = set()
         self.received: set[tuple[str, str]] = set()
 
     def send(self, events):
-        self.release.wait(30)
+        self.callers.add(threading.get_ident())
+        self.entered.set()
+        self.release.wait(60)
+        self.release.set()
         self.received.update((e["id"], e["event"]) for e in events)
+        self.returned.set()
 
     def close(self):
         pass
+
+
+def joins_of(emitter) -> list[float | None]:
+    """The timeouts the emitter's delivery thread is joined with from now on (``close`` waits
+    for it so): what a caller ending the run is willing to wait."""
+    thread, timeouts = emitter._thread, []
+    join = thread.join
+
+    def recording(timeout=None):
+        timeouts.append(timeout)
+        join(timeout)
+
+    thread.join = recording
+    return timeouts
+
+
+def spooled_keys(spool) -> set[tuple[str, str]]:
+    return {(e["id"], e["event"]) for seg in spool_segments(spool) for e in read_segment(seg)}
 
 
 def test_a_raising_sink_never_reaches_user_code_and_events_are_spooled(tmp_path, caplog):
@@ -57,16 +87,18 @@ def test_a_raising_sink_never_reaches_user_code_and_events_are_spooled(tmp_path,
 
 def test_a_stuck_sink_delays_end_at_most_flush_timeout_and_loses_nothing(tmp_path):
     sink = StuckSink()
-    started = time.perf_counter()
     wf = capture.workflow("stuck", sink=sink, spool=tmp_path / "spool", flush_timeout=0.5, linger=0.01)
+    waits = joins_of(wf.emitter)
     with wf:
         for i in range(500):
             wf.task("step", index=i).end()
-    took = time.perf_counter() - started
-    spooled = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
-               for e in read_segment(seg)}
+        assert sink.entered.wait(60)  # the delivery thread holds a batch in the stuck send
+    # end() waited for the delivery thread flush_timeout at most, and came back while the sink
+    # still held its batch: it never waits on the sink itself
+    assert waits == [0.5]
+    assert not sink.returned.is_set() and threading.get_ident() not in sink.callers
+    spooled = spooled_keys(tmp_path / "spool")
     sink.release.set()
-    assert took < 3.0
     # the batch held by the stuck sink is spooled too (a duplicate if the sink delivers it later)
     assert len(spooled) == 2 + 2 * 500
 
@@ -126,26 +158,26 @@ def test_unknown_sink_url_option_is_named_and_events_are_spooled(tmp_path, caplo
 def test_full_queue_spills_to_the_spool_without_blocking(tmp_path):
     sink = StuckSink()
     wf = capture.workflow("spill", sink=sink, spool=tmp_path / "spool", max_queue=1_000,
-                          flush_timeout=0.5)
-    started = time.perf_counter()
+                          flush_timeout=0.5, linger=0.01)
     with wf:
+        assert sink.entered.wait(60)  # the delivery thread is stuck in the sink from here on
         for i in range(10_000):
             wf.task("step", index=i).end()
-        loop = time.perf_counter() - started
+        # 20,000 events went past a queue of 1,000 that nothing drained: the caller spilled
+        # them to the spool itself, and never waited for the sink or sent to it
+        assert not sink.returned.is_set() and threading.get_ident() not in sink.callers
+        assert wf.emitter.spool.spooled_events >= 2 * 10_000 - 1_000
         assert len(wf.emitter._queue) <= 1_000  # bounded memory
-    spooled_at_exit = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
-                       for e in read_segment(seg)}
+    spooled_at_exit = spooled_keys(tmp_path / "spool")
     assert len(spooled_at_exit) == 2 + 2 * 10_000  # incl. the batch the stuck sink held at exit
     sink.release.set()
-    wf.emitter._thread.join(5)  # the abandoned thread finishes its send and stops
-    spooled = {(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
-               for e in read_segment(seg)}
+    wf.emitter._thread.join(60)  # the abandoned thread finishes its send and stops
+    assert not wf.emitter._thread.is_alive()
     # the spool is the caller's once close() returned: the thread neither deletes what it
     # delivered nor adds to it (a `provkg replay` may be reading it; a receiver that was not
     # ready lost nothing, the replay sends the batch again)
-    assert spooled == spooled_at_exit
+    assert spooled_keys(tmp_path / "spool") == spooled_at_exit
     assert sink.received <= spooled_at_exit
-    assert loop < 3.0
     assert wf.emitter.spool.dropped_events == 0
 
 
@@ -178,16 +210,20 @@ def test_broken_values_and_arguments_never_raise(tmp_path):
 
 
 class ComesBackSlowlySink:
-    """Refuses batches until ``back`` is set; then the first send hangs until ``release``."""
+    """Refuses batches until ``back`` is set; then each send hangs until ``release``
+    (``entered``: one does)."""
 
     def __init__(self) -> None:
         self.back, self.release = threading.Event(), threading.Event()
+        self.entered = threading.Event()
         self.received: list[tuple[str, str]] = []
 
     def send(self, events):
         if not self.back.is_set():
             raise ConnectionError("receiver away")
-        self.release.wait(30)
+        self.entered.set()
+        self.release.wait(60)
+        self.release.set()
         self.received.extend((e["id"], e["event"]) for e in events)
 
     def close(self):
@@ -203,13 +239,19 @@ def test_a_thread_close_gave_up_on_leaves_the_spool_to_the_caller(tmp_path):
                           flush_timeout=0.5) as wf:
         for i in range(3000):
             wf.task("step", index=i).end()
-        time.sleep(0.3)  # the thread spools the refused batches
+        spool = wf.emitter.spool
+        deadline = time.monotonic() + 60
+        while spool.pending_events < 1 + 2 * 3000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert spool.pending_events == 1 + 2 * 3000  # every refused batch is in the spool
         sink.back.set()
+        # the thread's next attempt re-sends the spool, and hangs there while close() waits
+        assert sink.entered.wait(60)
     at_exit = [(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
                for e in read_segment(seg)]
     assert set(at_exit) >= {(wf.id, "begin"), (wf.id, "end")} and len(set(at_exit)) == 2 + 2 * 3000
     sink.release.set()
-    wf.emitter._thread.join(5)
+    wf.emitter._thread.join(60)
     assert not wf.emitter._thread.is_alive()
     after = [(e["id"], e["event"]) for seg in spool_segments(tmp_path / "spool")
              for e in read_segment(seg)]
