@@ -80,7 +80,7 @@ def _problems(text: str, source: str = "bad.yaml") -> list[str]:
 def test_pydantic_errors_name_file_line_and_field() -> None:
     problems = _problems(BAD)
     text = "\n".join(problems)
-    assert "bad.yaml:6: transformations[0].kind: Input should be 'transformation'" in text
+    assert "bad.yaml:6: transformations[0].kind: must be one of 'transformation', 'training'" in text
     assert "bad.yaml:8: transformations[0].used[0].role:" in text
     # the fields allowed there, not a pointer to a document that is not shipped
     assert ("bad.yaml:23: transformations[5].colour: unknown field; expected one of: name, kind, "
@@ -123,9 +123,9 @@ def test_cross_field_errors_each_name_their_line() -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("workflow: w\nphase: learning\ntransformations: []\n", "transformations: List should have at least 1 item"),
+    ("workflow: w\nphase: learning\ntransformations: []\n", "3: transformations: must not be empty"),
     ("workflow: w\ntransformations: [{name: t}]\n", "1: phase: required field is missing"),
-    ("workflow: w\nphase: mining\ntransformations: [{name: t}]\n", "2: phase: Input should be"),
+    ("workflow: w\nphase: mining\ntransformations: [{name: t}]\n", "2: phase: must be one of 'curation'"),
     ("- just\n- a list\n", "(top level): a spec is a mapping"),
     ("workflow: [unclosed\n", "not valid YAML or JSON"),
     ("workflow: w\nworkflow: v\nphase: learning\ntransformations: [{name: t}]\n", "2: workflow: duplicate key"),
@@ -215,12 +215,12 @@ transformations:
 
 
 def test_a_name_yaml_reads_as_a_boolean_or_a_number_says_to_quote_it() -> None:
-    """Found by black-box testing: `workflow: no` gave "Input should be a valid string"."""
+    """`workflow: no` is a bool to YAML: the message says to quote it."""
     with pytest.raises(BadSpec) as caught:
         parse_spec("workflow: no\nphase: learning\ntransformations:\n  - {name: 1.10}\n")
     text = str(caught.value)
-    assert "workflow: Input should be a valid string; quote it" in text
-    assert "transformations[0].name: Input should be a valid string; quote it" in text
+    assert "workflow: must be text; quote it" in text
+    assert "transformations[0].name: must be text; quote it" in text
 
 
 def test_a_data_store_location_is_a_uri_in_the_spelling_values_have() -> None:
@@ -282,7 +282,7 @@ def test_json_specs_are_read_by_json_rules() -> None:
     assert parse_spec(json.dumps(doc, indent="\t")).workflow == spec.workflow  # tabs: not YAML
     numbers = '{"workflow": "w", "phase": "learning",\n "transformations": [{"name": 1e5}]}'
     assert _problems(numbers, "n.json")[0].startswith(
-        "n.json:2: transformations[0].name: Input should be a valid string")
+        "n.json:2: transformations[0].name: must be text")
     lone = '{"workflow": "w-\\ud83d",\n "phase": "learning", "transformations": []}'
     assert _problems(lone, "lone.json")[0].startswith(
         "lone.json:1: not valid JSON: a \\u escape of half a surrogate pair")

@@ -8,8 +8,8 @@ start instead of failing later on each request or batch.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from provkg.errors import ProvkgError
+from provkg.problems import describe
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["Settings", "get_settings", "BadSetting", "DEFAULT_STORE", "INGEST_SCHEMAS"]
@@ -97,9 +98,23 @@ def get_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         raise _bad_setting(exc, given) from None
     except SettingsError as exc:  # a list setting whose variable is not JSON
-        field = re.search(r'field "(\w+)"', str(exc))
-        name = field.group(1) if field else ""
+        name = next((n for n in _LIST_SETTINGS if n not in given
+                     and not _is_json(os.environ.get(f"PROVKG_{n.upper()}"))), "")
         raise BadSetting(f"PROVKG_{name.upper()}: {_LIST}" if name else str(exc)) from None
+
+
+#: the settings read from their variable as JSON lists
+_LIST_SETTINGS = ("allowed_service_endpoints",)
+
+
+def _is_json(text: str | None) -> bool:
+    if text is None:
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def writable_folder(path: str | os.PathLike[str], flag: str, purpose: str) -> Path:
@@ -134,23 +149,9 @@ def _bad_setting(exc: ValidationError, given: dict[str, object]) -> BadSetting:
         elif name == "allowed_service_endpoints":
             message = _LIST
         else:
-            message = _MESSAGES.get(err["type"], err["msg"]).format(**err.get("ctx", {}))
+            message = describe(err)
         problems.append(f"{where}: {message}")
     return BadSetting("; ".join(dict.fromkeys(problems)))
 
 
 _LIST = 'must be a JSON list of endpoint URLs, e.g. ["https://example.org/sparql"]'
-#: pydantic's error types -> what the setting accepts, in words
-_MESSAGES = {
-    "int_parsing": "must be a whole number",
-    "int_type": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "finite_number": "must be a finite number",
-    "greater_than": "must be more than {gt}",
-    "greater_than_equal": "must be {ge} or more",
-    "less_than_equal": "must be {le} or less",
-    "bool_parsing": "must be true or false",
-    "string_type": "must be text",
-}

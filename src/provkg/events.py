@@ -41,6 +41,7 @@ from pydantic import (
 )
 
 from provkg.errors import BadEvent
+from provkg.problems import describe
 from provkg.term import is_valid_iri, json_size, location_form
 
 __all__ = [
@@ -400,7 +401,7 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
     by_path: dict[str, list[str]] = {}
     for err in exc.errors(include_input=False, include_url=False):
         msgs = by_path.setdefault(_path(tuple(err["loc"])), [])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = describe(err)
         if err["type"] == "union_tag_invalid":  # pydantic's text echoes the submitted tag
             msg = "'type' must be 'workflow' or 'task'"
         elif err["type"] == "string_pattern_mismatch" and err["loc"][-1:] == ("domain",):
@@ -414,7 +415,7 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
     lines = []
     for path, msgs in by_path.items():
         msg = msgs[0] if len(msgs) == 1 else "not a valid value of this field (" + " / ".join(
-            m.removeprefix("Input should be ") for m in msgs) + ")"
+            msgs) + ")"
         lines.append(f"{where}{path}: {msg}")
     more = f" (and {len(lines) - 20} more)" if len(lines) > 20 else ""
     return BadEvent("; ".join(lines[:20]) + more)
@@ -422,11 +423,15 @@ def _bad(exc: ValidationError, *, where: str = "") -> BadEvent:
 
 class NotJson(BadEvent):
     """The text is not JSON by the events' rule (:func:`load_json`): malformed or truncated.
-    ``reason`` is the parser's, without the ``where`` prefix."""
+    ``reason`` is the message without the ``where`` prefix; ``line`` and ``column`` (1-based)
+    say where the text stopped being JSON, when it did."""
 
-    def __init__(self, message: str, reason: str = ""):
+    def __init__(self, message: str, reason: str = "", *, line: int | None = None,
+                 column: int | None = None):
         super().__init__(message)
         self.reason = reason
+        self.line = line
+        self.column = column
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -489,12 +494,12 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
     """
     try:
         obj = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        failure: str | None = str(exc)
+    except orjson.JSONDecodeError:
+        refused = True  # malformed, or what orjson cannot hold: a long integer, a lone surrogate
     else:
         if not _has_long_digits(data):  # orjson would have made a long integer a double
             return obj
-        failure = None
+        refused = False
     # the slow path: the standard parser keeps integers exact and says where a NaN is
     found: list[int] = []
 
@@ -514,33 +519,35 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
 
     try:
         text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    except UnicodeDecodeError as exc:  # orjson's "surrogates not allowed" says nothing here
+    except UnicodeDecodeError as exc:
         reason = (f"not UTF-8 text (byte {exc.start}): events are JSON in UTF-8; a UTF-16 file, "
                   "or a compressed body sent without its Content-Encoding?")
         raise NotJson(f"{where}{reason}", reason) from None
     try:
         exact = json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
-    except (ValueError, RecursionError) as exc:
-        # orjson's reason, unless it stopped at a long integer before the real problem
-        reason = str(exc) if not failure or failure.startswith(_ORJSON_HUGE_NUMBER) else failure
+    except json.JSONDecodeError as exc:
+        reason = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise NotJson(f"{where}not JSON ({reason})", reason, line=exc.lineno,
+                      column=exc.colno) from None
+    except RecursionError:
+        reason = "nested too deeply"
         raise NotJson(f"{where}not JSON ({reason})", reason) from None
     if found:
         raise _number_problems(_bad_numbers(exact), where)
-    if failure is not None:
-        # orjson refused what json read: an escaped lone surrogate (refused), or an integer
-        # of 309 to 4000 digits, which orjson reads as an overflowing double (kept exact)
+    if refused:
+        # json read what orjson refused: a lone surrogate (refused: no UTF-8 for it) or an
+        # integer of 309 to 4000 digits, which orjson reads as an overflowing double (exact here)
         if _has_lone_surrogate(exact):
-            if failure.startswith(_ORJSON_HUGE_NUMBER):  # orjson stopped at the integer
-                failure = "a string holds an escaped lone surrogate (\\ud800-\\udfff)"
-            raise NotJson(f"{where}not JSON ({failure})", failure)
-        if not failure.startswith(_ORJSON_HUGE_NUMBER):
-            raise NotJson(f"{where}not JSON ({failure})", failure)
+            reason = "a string holds an escaped lone surrogate (\\ud800-\\udfff)"
+            raise NotJson(f"{where}not JSON ({reason})", reason)
+        if _LONG_INTEGER.search(text) is None:  # no other difference is known: refuse, to be safe
+            reason = "a value the events' parser cannot read"
+            raise NotJson(f"{where}not JSON ({reason})", reason)
     return exact
 
 
-#: orjson's reason for a number beyond a double's range: an overflowing float (refused above
-#: as _OVERFLOW) or an integer of 309 digits or more (kept exact)
-_ORJSON_HUGE_NUMBER = "number is infinity when parsed as double"
+#: an integer past a double's range (309 digits or more): what orjson refuses and json reads
+_LONG_INTEGER = re.compile(r"\d{309}")
 
 
 def _has_lone_surrogate(obj: Any) -> bool:

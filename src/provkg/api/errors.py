@@ -29,6 +29,7 @@ from provkg.errors import (
     StoreUnavailable,
     UnknownQuery,
 )
+from provkg.problems import describe
 
 __all__ = [
     "Unauthorized", "BodyTooLarge", "UnsupportedMediaType", "NotAcceptable", "ReadOnlyQuery",
@@ -134,7 +135,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         # name the field, never echo the submitted value (tokens leak that way)
-        lines = [f"{_path(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        lines = [f"{_path(tuple(e['loc']))}: {describe(e)}" for e in exc.errors()]
         return JSONResponse(error_body("bad_request", "; ".join(lines[:20])), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -60,7 +60,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: _error("body too large", "body_too_large",
                 "request body larger than the limit of 16777216 bytes"),
     422: _error("invalid content; each bad field named by its JSON path", "bad_event",
-                "events[3].time: Input should be greater than or equal to 0"),
+                "events[3].time: must be 0 or more"),
     504: _error("query ran past the time limit", "query_timeout",
                 "query ran past the time limit of 30 s (stopped)"),
 }
