@@ -94,7 +94,9 @@ def test_version_and_sprov_queries_need_no_schema_flag(tmp_path: Path, capsys) -
 
 
 def test_malformed_store_urls_are_clear_errors(capsys) -> None:
-    for url, says in [("sparql+http://[::1", "Invalid IPv6 URL"), ("oxigraph+http://h:port", "Port"),
+    for url, says in [("sparql+http://[::1", "IPv6 address opened with [ is not closed with ]"),
+                      ("oxigraph+http://h:port", "the port must be a number from 0 to 65535"),
+                      ("oxigraph+http://h:99999", "the port must be a number from 0 to 65535"),
                       ("rdflib:/tmp/somewhere", "in memory only"), ("memory:foo", "in memory only")]:
         assert main(["query", "d4", "-p", "workflow=x", "--store", url]) == 1
         err = capsys.readouterr().err

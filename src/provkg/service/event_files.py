@@ -212,8 +212,9 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                         obj = load_json_line(line, lambda: f"{path}:{n}: ")
                     except NotJson as exc:
                         if line.endswith(b"\n"):  # complete, so not torn: a real error
-                            # the parser's reason without its "line 1 column ..." (one line here)
-                            raise BadEvent(f"{path}:{n}: not JSON ({exc.reason.split(':')[0]})") from None
+                            # one line: its column says where (load_json's reason starts "line 1, ")
+                            reason = exc.reason.removeprefix("line 1, ")
+                            raise BadEvent(f"{path}:{n}: not JSON ({reason})") from None
                         if truncated is not None:  # cut mid-line by the truncation: said below
                             break
                         torn = n  # only the last line lacks its newline: said once read to the end

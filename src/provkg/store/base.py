@@ -446,27 +446,25 @@ def declared_prefixes(query: str) -> set[str]:
     return {m.group(1) or "" for m in _PREFIX_DECL.finditer(blank_noise(query))}
 
 
-def undeclared_prefix(message: str, query: str) -> str | None:
+def undeclared_prefix(query: str, store_declares: Callable[[str], bool] | None = None) -> str | None:
     """For a query that does not parse, the first prefix it uses without declaring it, said
-    as such, with where it is (found by black-box testing: Oxigraph answered with the
-    characters it expected, "expected OPTIONAL", never naming the prefix); None when every
-    prefix is declared.
+    as such, with where it is (parsers name the characters they expected instead, never the
+    prefix); None when every prefix is declared. ``store_declares(prefix)`` tells a prefix the
+    store declares itself (Virtuoso: bif:, xsd:, ...); without it, the store declares none.
 
-    >>> undeclared_prefix("error at 1:29: expected one of Prefix not found, ['%'], ...",
-    ...                   "SELECT ?s WHERE { ?s foo:bar ?o }")
+    >>> undeclared_prefix("SELECT ?s WHERE { ?s foo:bar ?o }")
     'prefix foo: is not declared (add PREFIX foo: <IRI> before the query) at 1:22'
-    >>> undeclared_prefix("expected OPTIONAL", "PREFIX ex: <http://e/> SELECT * { ex:s ?p :x }")
+    >>> undeclared_prefix("PREFIX ex: <http://e/> SELECT * { ex:s ?p :x }")
     'prefix : is not declared (add PREFIX : <IRI> before the query) at 1:43'
     """
-    if "Virtuoso" in message and "namespace prefix" not in message:
-        return None  # Virtuoso declares many prefixes itself (bif:, xsd:...) and names the cause
-    # any other syntax error: an undeclared prefix is then the likeliest cause; Virtuoso's
-    # pragmas (define input:...) are no prefixed names
+    # an undeclared prefix is the likeliest cause of any syntax error; Virtuoso's pragmas
+    # (define input:...) are no prefixed names
     text = _DEFINE.sub(lambda m: " " * len(m.group(0)), blank_noise(query))
     declared = declared_prefixes(query)
     for m in _PREFIXED_NAME.finditer(text):
         prefix = m.group(1) or ""
-        if prefix in declared:
+        if prefix in declared or (store_declares is not None and store_declares(prefix)):
+            declared.add(prefix)
             continue
         line = text.count("\n", 0, m.start()) + 1
         column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
@@ -475,8 +473,9 @@ def undeclared_prefix(message: str, query: str) -> str | None:
     return None
 
 
-#: Oxigraph's parser lists every character it would have taken instead (Unicode ranges)
-_EXPECTED_LIST = "expected one of"
+#: a backend message past this size (or of several lines) lists what the parser would have
+#: taken instead (Oxigraph: every Unicode range): the text near the place says more
+_LONG_MESSAGE = 160
 
 
 def refuse_deep_nesting(query: str) -> None:
@@ -520,11 +519,13 @@ def _near(query: str, line: int, column: int) -> str | None:
     return f'the query does not parse from here: "{before}" ⟵ "{after}"'
 
 
-def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None) -> QuerySyntaxError:
-    """A :class:`QuerySyntaxError` with the line and column found in a backend's message;
-    with ``query``, an undeclared prefix is named."""
+def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None,
+                 store_declares: Callable[[str], bool] | None = None) -> QuerySyntaxError:
+    """A :class:`QuerySyntaxError` with the line and column found in a backend's message
+    (when it gives them: nothing depends on it); with ``query``, an undeclared prefix is named
+    (see :func:`undeclared_prefix`)."""
     if query is not None:
-        said = undeclared_prefix(message, query)
+        said = undeclared_prefix(query, store_declares)
         if said is not None:
             where = re.search(r" at (\d+):(\d+)$", said)
             return QuerySyntaxError(f"{what} syntax error: {said[:where.start()]}",
@@ -538,7 +539,8 @@ def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None
             if pattern is _LINE_COLUMN[0]:  # said once, as "(line L, column C)" below
                 message = _OXIGRAPH_AT.sub("", message, count=1)
             break
-    if query is not None and line is not None and column is not None and _EXPECTED_LIST in message:
+    if (query is not None and line is not None and column is not None
+            and (len(message.strip()) > _LONG_MESSAGE or "\n" in message.strip())):
         message = _near(query, line, column) or message
     text = f"{what} syntax error: {message.strip()}"
     if column is None:  # line only (Virtuoso): keep the message free of "column None"

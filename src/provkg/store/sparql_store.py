@@ -22,6 +22,7 @@ import http.client
 import itertools
 import json
 import re
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator
@@ -42,8 +43,8 @@ from SPARQLWrapper.SPARQLExceptions import (
     URITooLong,
 )
 
-from provkg.errors import (BadParameter, ProvkgError, QueryTimeout, StoreError, StoreUnavailable,
-                           StoreUnreachable)
+from provkg.errors import (BadParameter, ProvkgError, QuerySyntaxError, QueryTimeout, StoreError,
+                           StoreUnavailable, StoreUnreachable)
 from provkg.store.base import (
     RDF_FORMATS,
     Rows,
@@ -115,6 +116,14 @@ class Endpoint:
     timeout: float = READ_TIMEOUT_S  # seconds to wait for an answer when the caller sets no limit
 
 
+def _authority_problem(url: str) -> str:
+    """What is wrong with the HOST:PORT of a URL that ``urlsplit`` refused, read from the URL."""
+    authority = url.partition("//")[2].split("/", 1)[0].rpartition("@")[2]
+    if "[" in authority and "]" not in authority:
+        return "an IPv6 address opened with [ is not closed with ]"
+    return "the port must be a number from 0 to 65535"
+
+
 def open_endpoint(url: str) -> SparqlStore:
     """A :class:`SparqlStore` for ``sparql+…``, ``oxigraph+…`` or ``virtuoso+…`` URLs.
 
@@ -129,8 +138,9 @@ def open_endpoint(url: str) -> SparqlStore:
     try:
         parts = urlsplit(rest)
         parts.port  # noqa: B018 -- raises on a port that is not a number
-    except ValueError as exc:
-        raise BadParameter(f"store URL {shown!r}: {exc}; expected {flavour}+http://HOST:PORT[/PATH]") from None
+    except ValueError:
+        raise BadParameter(f"store URL {shown!r}: {_authority_problem(rest)}; expected "
+                           f"{flavour}+http://HOST:PORT[/PATH]") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadParameter(f"store URL {shown!r}: expected {flavour}+http://HOST:PORT[/PATH]")
     options = dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -220,6 +230,7 @@ class SparqlStore(Store):
         self.url = url
         self.shown_url = display_url(url)  # the URL as messages show it: no passwords
         self.query_dialect = endpoint.query_dialect
+        self._probing = threading.local()  # in _declares_prefix's probe query (not re-entered)
         auth: httpx.Auth | None = None
         if endpoint.user:
             auth = httpx.DigestAuth(endpoint.user, endpoint.password or "")
@@ -430,7 +441,8 @@ class SparqlStore(Store):
                 raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
                                                             one_line=False)) from exc
             hint = self._kind_hint(body)  # another kind of server: that is the cause to say
-            raise syntax_error(_error_text(body, text) + hint, query=None if hint else text) from exc
+            raise syntax_error(_error_text(body, text) + hint, query=None if hint else text,
+                               store_declares=self._declares_prefix) from exc
         except EndPointNotFound as exc:
             raise StoreUnavailable(f"no SPARQL endpoint at {target} (HTTP 404"
                                    f"{_said(_body(exc))})") from exc
@@ -441,7 +453,8 @@ class SparqlStore(Store):
         except SPARQLWrapperException as exc:
             body = _body(exc)
             if _is_syntax_error(body):  # Virtuoso: 500 for some syntax errors
-                raise syntax_error(_error_text(body, text), query=text) from exc
+                raise syntax_error(_error_text(body, text), query=text,
+                                   store_declares=self._declares_prefix) from exc
             raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
                                                         one_line=False)) from exc
         except urllib.error.HTTPError as exc:  # codes SPARQLWrapper has no exception for
@@ -469,6 +482,22 @@ class SparqlStore(Store):
             raise QueryTimeout(said) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
             raise StoreUnreachable(f"lost the connection to {target}: {exc}") from exc
+
+    def _declares_prefix(self, prefix: str) -> bool:
+        """Does the server declare ``prefix:`` itself (Virtuoso: bif:, xsd:, ...)? Asked of the
+        server, by a query that parses only if it does; only after a query failed to parse."""
+        if not re.fullmatch(r"[A-Za-z][\w-]*", prefix) or getattr(self._probing, "on", False):
+            return False  # the probe's own failure: its prefix is not declared
+        self._probing.on = True
+        try:
+            self.ask(f"ASK {{ BIND({prefix}:x AS ?x) FILTER(false) }}")
+        except QuerySyntaxError:
+            return False
+        except Exception:  # noqa: BLE001 -- no answer: nothing learnt, the server's words stand
+            return True
+        finally:
+            self._probing.on = False
+        return True
 
     def _kind_hint(self, body: str) -> str:
         """A hint when a syntax error comes from another kind of server than the store URL

@@ -14,7 +14,7 @@ from provkg.api.body import read_body
 from provkg.api.errors import BadRequest, UnsupportedMediaType
 from provkg.api.openapi import SPEC_EXAMPLE, WRITE_SECURITY, error_responses
 from provkg.errors import StoreUnreachable
-from provkg.spec import spec_changes
+from provkg.spec import has_overlong_number, spec_changes
 
 log = logging.getLogger("provkg.api")
 
@@ -74,7 +74,8 @@ async def post_spec(request: Request) -> dict[str, Any]:
         except RecursionError:  # found by black-box testing: a 500
             raise BadRequest("the body nests too deeply to be a spec") from None
         except ValueError as exc:
-            reason = ("a number has more than 4,300 digits" if "digits" in str(exc) else str(exc))
+            reason = ("a number has more than 4,300 digits" if has_overlong_number(text)
+                      else str(exc))
             raise BadRequest(f"the body is not valid JSON ({reason}); send YAML as "
                              "application/yaml") from None
     def register() -> Any:
