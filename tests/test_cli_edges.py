@@ -222,7 +222,7 @@ def test_query_and_sparql_read_a_store_another_process_is_writing(tmp_path, caps
         nt = tmp_path / "more.nt"
         nt.write_text("<urn:b> <urn:p> <urn:c> .\n")
         assert main(["load", str(nt), "--store", f"oxigraph:{db}"]) == 1  # writers still refused
-        assert "is another provkg process" in capsys.readouterr().err
+        assert "another provkg process or an Oxigraph server is using that folder" in capsys.readouterr().err
     finally:
         holder.communicate("\n", timeout=30)
 

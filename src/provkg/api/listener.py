@@ -122,6 +122,11 @@ def mqtt_credentials(url: str) -> tuple[str | None, str | None]:
             unquote(parts.password) if parts.password else None)
 
 
+#: MQTT 5 CONNACK reason codes of a refused account (paho maps MQTT 3.1.1's 4 and 5 to them):
+#: bad user name or password, not authorized
+_ACCOUNT_REFUSED = (134, 135)
+
+
 class MqttListener:
     """Subscribes with QoS 1 in a persistent session; acknowledges once a batch is queued.
 
@@ -175,8 +180,7 @@ class MqttListener:
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
             hint = (" (give the account in the URL: mqtt://USER:PASSWORD@HOST:PORT/TOPIC)"
-                    if "authoriz" in str(reason_code).lower() or "password" in str(reason_code).lower()
-                    else "")
+                    if reason_code.value in _ACCOUNT_REFUSED else "")
             log.error("MQTT broker %s:%s refused the connection: %s%s", self.host, self.port,
                       reason_code, hint)
             return

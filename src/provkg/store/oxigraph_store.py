@@ -123,15 +123,15 @@ class OxigraphStore(Store):
                 self.directory.parent.mkdir(parents=True, exist_ok=True)
             self._store = ox.Store(str(directory)) if directory is not None else ox.Store()
         except OSError as exc:
-            if read_only and "lock" in str(exc).lower():  # a running ingest or server has it
+            held = directory is not None and _held_by_another(Path(directory))
+            if read_only and directory is not None:  # a snapshot needs no lock: try one
                 try:
                     self._store = ox.Store.read_only(str(directory))
-                    self._read_only = self.snapshot = True
+                    self._read_only, self.snapshot = True, held
                     return
                 except OSError:
                     pass
-            hint = (" (is another provkg process or an Oxigraph server using that folder?)"
-                    if "lock" in str(exc).lower() else "")
+            hint = " (another provkg process or an Oxigraph server is using that folder)" if held else ""
             raise StoreUnavailable(
                 f"cannot open the Oxigraph store in {directory}: {exc}{hint}") from exc
 
@@ -147,7 +147,8 @@ class OxigraphStore(Store):
             bulk = n >= BULK_MIN
             db = self._writable()  # before the bound method below holds the handle
             load = db.bulk_load if bulk else db.load
-            self._write(functools.partial(load, input=data, format=fmt, lenient=trusted))
+            self._write(functools.partial(load, input=data, format=fmt, lenient=trusted),
+                        oversized=functools.partial(_has_oversized_term, data))
             if bulk:  # two adds may race here (parallel_adds): a lost count only delays compaction
                 self._bulk_loaded += n
             total += n
@@ -280,7 +281,10 @@ class OxigraphStore(Store):
         except OSError as exc:
             raise StoreError(f"Oxigraph could not run the query: {exc}") from exc
 
-    def _write(self, action: Callable[[], object], *, what: str = "the triples") -> None:
+    def _write(self, action: Callable[[], object], *, what: str = "the triples",
+               oversized: Callable[[], bool] | None = None) -> None:
+        """Run ``action``, a write; ``oversized()`` tells whether its input holds a term past
+        what Oxigraph's parser buffers (then a MemoryError is the data's fault, not the host's)."""
         self._writable()
         if self._read_only:
             held = " (another process holds it)" if self.snapshot else ""
@@ -300,11 +304,12 @@ class OxigraphStore(Store):
                 self._reopening = True
             raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
         except MemoryError as exc:
-            if "buffer maximal size" not in str(exc):
-                raise StoreError(f"Oxigraph could not write {what}: {exc!r}") from exc
+            if oversized is None or not oversized():
+                raise StoreError(f"Oxigraph ran out of memory writing {what} (a term larger "
+                                 f"than {TERM_LIMIT >> 20} MiB, or no memory left)") from exc
             # its parser holds one term at a time, up to 16 MiB: the data, not the store, is the
             # problem (a queued batch with such a value is set aside, not retried forever)
-            raise BadEvent(f"Oxigraph cannot store {what}: a value is larger than the 16 MiB "
+            raise BadEvent(f"Oxigraph cannot store {what}: a value is larger than the {TERM_LIMIT >> 20} MiB "
                            "one RDF term may hold here; keep big content in a file and record "
                            "its location (capture.ref)") from exc
 
@@ -456,3 +461,13 @@ def _held_by_another(directory: Path) -> bool:
     except (OSError, ValueError):
         pass
     return False
+
+
+#: the largest term Oxigraph's parser buffers (its "buffer maximal size")
+TERM_LIMIT = 16 << 20
+
+
+def _has_oversized_term(ntriples: bytes) -> bool:
+    """Does N-Triples text hold a term of :data:`TERM_LIMIT` bytes or more? Only asked after a
+    write failed: a line that long is the only way to hold one."""
+    return any(len(line) >= TERM_LIMIT for line in ntriples.split(b"\n"))

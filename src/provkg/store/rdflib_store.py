@@ -31,7 +31,6 @@ from provkg.store.base import (
     SPARQL_PARSER_LOCK,
     Rows,
     Store,
-    declared_prefixes,
     refuse_deep_nesting,
     ntriples_bytes,
     ntriples_term,
@@ -40,10 +39,11 @@ from provkg.store.base import (
     result_term,
     run_with_timeout,
     syntax_error,
+    undeclared_prefix,
 )
 from provkg.store.progress import counting_reader
 from provkg.store.rdflib_prepared import prepare_query
-from provkg.term import Triple
+from provkg.term import Triple, blank_noise
 
 __all__ = ["RdflibStore"]
 
@@ -56,7 +56,19 @@ _union_lock = threading.Lock()
 
 
 #: rdflib's words for a prefix the query did not declare (a plain Exception, not a parse error)
-_UNKNOWN_PREFIX = re.compile(r"Unknown namespace prefix : (\S*)")
+#: a PREFIX declaration up to its IRI (found in the query with its IRIs blanked out)
+_PREFIX_DECL = re.compile(r"\bPREFIX\s+(?:[^\W\d][\w.-]*)?:", re.IGNORECASE)
+_IRI_AT = re.compile(r"\s*<([^>]*)>")
+
+
+def _declares_one_iri_twice(query: str) -> bool:
+    """Do two PREFIX lines of ``query`` name the same IRI (rdflib then keeps only one)?"""
+    iris = []
+    for m in _PREFIX_DECL.finditer(blank_noise(query)):
+        iri = _IRI_AT.match(query, m.end())
+        if iri is not None:
+            iris.append(iri.group(1))
+    return len(iris) != len(set(iris))
 
 
 @contextmanager
@@ -214,13 +226,11 @@ class RdflibStore(Store):
         except ParseBaseException as exc:
             raise syntax_error(_pyparsing_message(exc)) from exc
         except Exception as exc:  # rdflib's query engine raises assorted types
-            prefix = _UNKNOWN_PREFIX.search(str(exc))
-            if prefix is not None:
-                name = "" if prefix.group(1) == "None" else prefix.group(1)  # the empty prefix
-                if name not in declared_prefixes(query):  # the query's mistake (black-box testing)
-                    raise QuerySyntaxError(f"SPARQL syntax error: prefix {name}: is not declared "
-                                           f"(add PREFIX {name}: <IRI> before the query)") from exc
-                # declared: rdflib loses a prefix declared for the same IRI as another one
+            known = {name for name, _ in ds.namespaces()}
+            said = undeclared_prefix(query, known.__contains__)
+            if said is not None:  # the query's mistake: provkg's words, whatever rdflib's were
+                raise QuerySyntaxError(f"SPARQL syntax error: {said.rsplit(' at ', 1)[0]}") from exc
+            if _declares_one_iri_twice(query):  # rdflib keeps one prefix of an IRI, not both
                 raise StoreError(f"rdflib could not run the query: {exc} (rdflib forgets a "
                                  "prefix when two PREFIX lines name the same IRI: keep one)") from exc
             raise StoreError(f"rdflib could not run the query: {exc}") from exc
