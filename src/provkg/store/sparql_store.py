@@ -47,6 +47,7 @@ from provkg.errors import (BadParameter, ProvkgError, QuerySyntaxError, QueryTim
                            StoreUnavailable, StoreUnreachable)
 from provkg.store.base import (
     RDF_FORMATS,
+    SPARQL_PARSER_LOCK,
     Rows,
     Store,
     display_url,
@@ -57,6 +58,7 @@ from provkg.store.base import (
     refuse_deep_nesting,
     result_term,
     syntax_error,
+    undeclared_prefix,
 )
 from provkg.store.oxigraph_store import oxigraph_result_term
 from provkg.store.progress import counting_reader
@@ -435,7 +437,7 @@ class SparqlStore(Store):
                                  f"{body[:300]}") from exc
             if _VIRTUOSO_ERROR.search(body) and not _is_syntax_error(body):
                 raise query_failed(self.shown_url, _error_text(body, text)) from exc
-            if not (_NOT_PARSED.search(body) or _VIRTUOSO_ERROR.search(body)):
+            if not _VIRTUOSO_ERROR.search(body) and self._parses(text, update):
                 # a 400 for something else (a read-only endpoint
                 # refusing an update, a row limit): the store's failure, not the query text's
                 raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
@@ -452,7 +454,7 @@ class SparqlStore(Store):
                                    "or check it)") from exc
         except SPARQLWrapperException as exc:
             body = _body(exc)
-            if _is_syntax_error(body):  # Virtuoso: 500 for some syntax errors
+            if _is_syntax_error(body, text, update, self._declares_prefix):  # Virtuoso: 500 for some
                 raise syntax_error(_error_text(body, text), query=text,
                                    store_declares=self._declares_prefix) from exc
             raise query_failed(self.shown_url, _excerpt(_error_text(body, text), 1000,
@@ -482,6 +484,9 @@ class SparqlStore(Store):
             raise QueryTimeout(said) from exc
         except (http.client.HTTPException, ConnectionError) as exc:
             raise StoreUnreachable(f"lost the connection to {target}: {exc}") from exc
+
+    def _parses(self, text: str, update: bool) -> bool:
+        return _parses(text, update, self._declares_prefix)
 
     def _declares_prefix(self, prefix: str) -> bool:
         """Does the server declare ``prefix:`` itself (Virtuoso: bif:, xsd:, ...)? Asked of the
@@ -784,19 +789,31 @@ _NAMED_GRAPH = re.compile(r"\bGRAPH\s+(?![\s?$])", re.IGNORECASE)
 _VIRTUOSO_ERROR = re.compile(r"Virtuoso (\w{5}) Error (\w+)?")
 
 
-#: words with which SPARQL endpoints say a request does not parse (Oxigraph "error at 3:1:
-#: expected ...", Fuseki "Parse error / Lexical error", GraphDB "MALFORMED QUERY", Virtuoso
-#: "syntax error", rdflib "Expected ...")
-_NOT_PARSED = re.compile(r"syntax|pars|expected|malformed|lexical|unexpected|encountered|"
-                         r"undefined prefix|unknown prefix|error at \d+:\d+", re.IGNORECASE)
+def _parses(text: str, update: bool = False,
+            store_declares: Callable[[str], bool] | None = None) -> bool:
+    """Is ``text`` SPARQL 1.1 (by rdflib's grammar), every prefix declared (by the text or,
+    ``store_declares``, the server)? Asked after a server refused it, to tell the query's
+    mistake from the server's refusal whatever the server's words."""
+    from rdflib.plugins.sparql.parser import parseQuery, parseUpdate  # only on this rare path
+
+    try:
+        with SPARQL_PARSER_LOCK:
+            (parseUpdate if update else parseQuery)(text)
+    except RecursionError:
+        return False
+    except Exception:  # noqa: BLE001 -- pyparsing's ParseException and kin: it does not parse
+        return False
+    return undeclared_prefix(text, store_declares) is None
 
 
-def _is_syntax_error(body: str) -> bool:
-    """Whether an endpoint's error says the query text does not parse. Virtuoso files its
-    compile-time failures under SQL state 37000 too ("syntax error or access violation"):
-    only its code SP030 (the SPARQL parser: syntax errors, undefined prefixes) is one;
-    SP031 (generated SQL too long, optimizer gave up), TR... (transitive sub-queries),
-    SR... (run-time conversions), 42000 (cost estimate) are failures to run a valid query.
+def _is_syntax_error(body: str, text: str | None = None, update: bool = False,
+                     store_declares: Callable[[str], bool] | None = None) -> bool:
+    """Whether a server's refusal of ``text`` means the text does not parse. Virtuoso says so
+    by its error code: it files compile-time failures under SQL state 37000 too ("syntax
+    error or access violation"), and only its code SP030 (the SPARQL parser: syntax errors,
+    undefined prefixes) is one; SP031 (generated SQL too long, optimizer gave up), TR...
+    (transitive sub-queries), SR... (run-time conversions), 42000 (cost estimate) are failures
+    to run a valid query. Any other server: provkg parses the text itself.
 
     >>> _is_syntax_error("Virtuoso 37000 Error SP030: SPARQL compiler, line 1: syntax error at '}'")
     True
@@ -805,14 +822,17 @@ def _is_syntax_error(body: str) -> bool:
     False
     >>> _is_syntax_error("Virtuoso 22005 Error SR341: Invalid integer value converting '1844'")
     False
+    >>> _is_syntax_error("Internal Server Error", "SELECT * WHERE { ?s ?p }")
+    True
     """
     m = _VIRTUOSO_ERROR.search(body)
     if m:
         return m.group(2) == "SP030"
-    return "syntax error" in body.lower() or "parse error" in body.lower()
+    return text is not None and not _parses(text, update, store_declares)
 
 
-#: what to do about a Virtuoso failure, by the words of its message
+#: what to do about a Virtuoso failure, by the words of its message (some carry no code). A
+#: hint only: other words lose the hint, never change the error's class or exit status
 _VIRTUOSO_HINTS = (
     ("exceeds the limit of",
      ("Virtuoso refused the query by its cost estimate, which is unreliable for UNIONs and "
