@@ -54,7 +54,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, lc: Lifecycle) -> Itera
         assert "Traceback" not in server.log(), server.log()
 
 
-def _wait_ready(server: ApiServer, timeout: float = 30.0) -> None:
+def _wait_ready(server: ApiServer, timeout: float = 60.0) -> None:
     import time
 
     deadline = time.monotonic() + timeout
@@ -63,7 +63,7 @@ def _wait_ready(server: ApiServer, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def _wait_for(server: ApiServer, n_events: int, timeout: float = 60.0) -> None:
+def _wait_for(server: ApiServer, n_events: int, timeout: float = 120.0) -> None:
     import time
 
     deadline = time.monotonic() + timeout

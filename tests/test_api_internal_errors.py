@@ -24,14 +24,14 @@ def client(tmp_path) -> Iterator[httpx.Client]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive()
         time.sleep(0.05)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
         yield c
     server.should_exit = True
-    thread.join(30)
+    thread.join(60)
 
 
 def test_an_unexpected_error_is_a_500_answer_and_the_server_goes_on(client, monkeypatch) -> None:

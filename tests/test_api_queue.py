@@ -26,8 +26,8 @@ def test_batches_are_applied_in_order_and_counted(tmp_path: Path) -> None:
     got, apply = collect()
     with IngestQueue(tmp_path, apply, apply_events=7) as queue:
         futures = [queue.submit(b"batch-%d" % i, events=2) for i in range(500)]
-        assert [f.result(10) for f in futures] == [2] * 500
-        assert queue.wait_idle(10)
+        assert [f.result(60) for f in futures] == [2] * 500
+        assert queue.wait_idle(60)
         stats = queue.stats()
     assert got == [b"batch-%d" % i for i in range(500)]
     assert (stats.accepted_events, stats.applied_events, stats.backlog_events) == (1000, 1000, 0)
@@ -45,7 +45,7 @@ def test_concurrent_producers_share_fsyncs_and_lose_nothing(tmp_path: Path) -> N
             t.start()
         for t in threads:
             t.join()
-        assert queue.wait_idle(10)
+        assert queue.wait_idle(60)
     assert sorted(got) == sorted(b"%d-%d" % (w, i) for w in range(8) for i in range(200))
 
 
@@ -67,13 +67,13 @@ def test_kill_9_after_acknowledgement_then_replay(tmp_path: Path) -> None:
     assert done.returncode == -9 and "acknowledged" in done.stdout
     got, apply = collect()
     with IngestQueue(tmp_path, apply) as queue:
-        assert queue.wait_idle(10)
+        assert queue.wait_idle(60)
         assert queue.stats().replayed_events == 300
     assert got == [b"event-%d" % i for i in range(300)]
     # applied: a second start replays nothing and the old segment is gone
     again, apply = collect()
     with IngestQueue(tmp_path, apply) as queue:
-        assert queue.wait_idle(10)
+        assert queue.wait_idle(60)
     assert again == []
     assert len(list(tmp_path.glob("*.seg"))) == 1
 
@@ -81,7 +81,7 @@ def test_kill_9_after_acknowledgement_then_replay(tmp_path: Path) -> None:
 def test_torn_tail_is_skipped_and_later_segments_still_replay(tmp_path: Path) -> None:
     got, apply = collect()
     blocked = threading.Event()
-    with IngestQueue(tmp_path, lambda p: blocked.wait(30)) as queue:
+    with IngestQueue(tmp_path, lambda p: blocked.wait(60)) as queue:
         for i in range(10):
             queue.put(b"a%d" % i, events=1)
         segment = sorted(tmp_path.glob("*.seg"))[-1]
@@ -92,7 +92,7 @@ def test_torn_tail_is_skipped_and_later_segments_still_replay(tmp_path: Path) ->
         f.write(b"PKQ1\xff\xff\x00\x00garbage")
     with IngestQueue(tmp_path, apply) as queue:
         queue.put(b"b0", events=1)
-        assert queue.wait_idle(10)
+        assert queue.wait_idle(60)
     assert got == [b"a%d" % i for i in range(10)] + [b"b0"]
 
 
@@ -107,7 +107,7 @@ def test_store_errors_are_retried_not_dropped(tmp_path: Path) -> None:
 
     with IngestQueue(tmp_path, flaky) as queue:
         queue.put(b"x", events=1)
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
     assert got == [b"x"]
 
 
@@ -127,11 +127,11 @@ def test_a_cursor_that_cannot_be_written_does_not_stop_the_applier(tmp_path: Pat
     monkeypatch.setattr(IngestQueue, "_write_cursor", failing)
     with IngestQueue(tmp_path, apply) as queue:
         queue.put(b"first", events=1)
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
         queue.put(b"second", events=1)  # after the failures: the applier is still there
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
         assert queue.stats().applied_events == 2
-        deadline = time.monotonic() + 20  # the cursor is tried again until it is written
+        deadline = time.monotonic() + 60  # the cursor is tried again until it is written
         while not (tmp_path / "cursor").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert (tmp_path / "cursor").exists()
@@ -173,16 +173,16 @@ def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(t
         monkeypatch.setattr("provkg.api.queue._PROBE_EVERY_S", 0.05)
         with queue._cond:
             queue._cond.notify_all()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while queue.refusing() is not None and time.monotonic() < deadline:
             time.sleep(0.02)
         assert queue.refusing() is None
         queue.put(b"third", events=1)
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
     assert got == [b"first", b"third"]
     replayed, apply = collect()
     with IngestQueue(tmp_path, apply) as queue:  # nothing torn, nothing lost on disk either
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
         assert queue.stats().replayed_events == 0
 
 
@@ -197,7 +197,7 @@ def test_a_batch_the_mapper_refuses_goes_to_rejected_log_and_the_rest_applies(tm
     with IngestQueue(tmp_path, picky) as queue:
         for payload in (b"good-1", b"bad", b"good-2"):
             queue.submit(payload, events=1)
-        assert queue.wait_idle(10)
+        assert queue.wait_idle(60)
         assert queue.stats().rejected_batches == 1
     assert got == [b"good-1", b"good-2"]
     assert b"bad" in (tmp_path / "rejected.log").read_bytes()
@@ -230,7 +230,7 @@ def test_a_segment_that_cannot_be_made_refuses_that_batch_only(tmp_path: Path) -
         queue.put(b"c" * 10, events=1)  # fits the current one, still open
         (tmp_path / "000000000002.seg").rmdir()
         queue.put(b"d" * 600, events=1)  # the next segment can be made now
-        assert queue.wait_idle(20)
+        assert queue.wait_idle(60)
     assert got == [b"a" * 600, b"c" * 10, b"d" * 600]
 
 

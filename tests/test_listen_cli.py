@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,31 @@ def _events() -> list[dict]:
     import orjson
 
     return [orjson.loads(line) for line in (GOLDEN / "lifecycle.events.jsonl").read_bytes().splitlines()]
+
+
+def _wait_log(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Wait until the process's log holds ``text``; the deadline only stops a hang."""
+    deadline = time.monotonic() + timeout
+    while text.encode() not in log.read_bytes():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+
+
+def _publish(host: str, port: int, topic: str, payload: bytes, *, retain: bool = False,
+             account: tuple[str, str] | None = None) -> None:
+    """One QoS 1 message, acknowledged by the broker when this returns."""
+    import paho.mqtt.client as mqtt
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"test-{topic}")
+    if account:
+        client.username_pw_set(*account)
+    client.connect(host, port)
+    client.loop_start()
+    try:
+        client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(60)
+    finally:
+        client.disconnect()
+        client.loop_stop()
 
 
 def _holds_all(store_dir: Path, events: list[dict]) -> bool:
@@ -58,6 +84,8 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, acco
     # "provkg": the very URL the capture sink was given (found by black-box testing: it
     # subscribed to the topic "provkg" alone, and the sink's runs, published under it, were lost)
     # an account in the URL: the listener dropped it, and a broker with passwords refused it
+    from provkg.api.listener import parse_mqtt_url
+
     events = _events()
     store_dir = tmp_path / "store"
     env = {**os.environ, "PROVKG_QUEUE_DIR": str(tmp_path / "queue")}
@@ -70,11 +98,13 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, acco
             [sys.executable, "-m", "provkg.cli", "listen", f"{url}/{topic}", "--spec", str(SPEC),
              "--store", f"oxigraph:{store_dir}"], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 60
-            while b"listening to" not in (tmp_path / "listen.log").read_bytes():
-                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "listen.log").read_text()
-                time.sleep(0.1)
-            time.sleep(1.0)  # the subscription is made after the banner
+            # the listener logs nothing once the broker confirms its subscription: a retained
+            # message under its filter, which the broker hands it once subscribed, shows it is
+            # (the listener sets it aside, and says so)
+            probe = parse_mqtt_url(f"{url}/{topic}")[2].removesuffix("#") + "probe"
+            _publish(broker.host, broker.port, probe, b"not a batch", retain=True,
+                     account=("alice", "s@cret") if account else None)
+            _wait_log(tmp_path / "listen.log", f"rejected an MQTT batch on {probe} ", proc)
             sink = MqttSink.from_url(f"{url}/{sink_topic}")
             try:
                 sink.send(events)
@@ -85,7 +115,7 @@ def test_listen_maps_with_the_spec_it_was_given(tmp_path: Path, topic: str, acco
                 time.sleep(0.2)
         finally:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            proc.wait(60)
             log.close()
     text = (tmp_path / "listen.log").read_text()
     assert "Traceback" not in text and "has no spec" not in text, text
@@ -116,43 +146,42 @@ def test_listen_says_when_it_cannot_reach_the_broker(tmp_path: Path) -> None:
             [sys.executable, "-m", "provkg.cli", "listen", f"mqtt://127.0.0.1:{free_port()}/provkg",
              "--store", f"oxigraph:{tmp_path / 'store'}"], env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 40
-            while b"not subscribed after 10 s" not in log.read_bytes():
-                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+            _wait_log(log, "not subscribed after 10 s", proc)
         finally:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            proc.wait(60)
     assert "is the MQTT broker at 127.0.0.1:" in log.read_text()
 
 
 def test_a_retained_bad_message_is_set_aside_once_across_resubscribes(tmp_path: Path) -> None:
     """Found by black-box testing: a retained status message under the prefix came again on
     every (re)subscribe, and each time became one more dead letter."""
-    import paho.mqtt.client as mqtt
-
     from provkg.api.listener import MqttListener
     from provkg.api.queue import IngestQueue
 
+    applied: list[bytes] = []
     with MosquittoBroker(tmp_path / "mqtt") as broker:
-        publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="device-status")
-        publisher.connect(broker.host, broker.port)
-        publisher.loop_start()
-        publisher.publish("fl/status/junk", b"retained garbage", qos=1, retain=True).wait_for_publish(10)
-        publisher.loop_stop()
-        publisher.disconnect()
-        with IngestQueue(tmp_path / "queue", lambda payloads: None) as queue:
+        _publish(broker.host, broker.port, "fl/status/junk", b"retained garbage", retain=True)
+        with IngestQueue(tmp_path / "queue", applied.extend) as queue:
             for round_ in range(3):  # a restart of the listener, each with a fresh session
                 listener = MqttListener(f"{broker.url}/fl", queue, client_id=f"listener-{round_}").start()
                 try:
-                    deadline = time.monotonic() + 30
-                    while not list((tmp_path / "queue" / "rejected").glob("*")) and time.monotonic() < deadline:
+                    assert listener.subscribed.wait(60)
+                    # the broker queued the retained message for the listener when it took the
+                    # subscription, so a message published now comes after it, and the listener
+                    # handles messages in order: once this one is applied, the retained one was
+                    # handled (set aside, or found set aside already)
+                    marker = json.dumps({"format": "provkg.events/1", "events": [
+                        {**_events()[0], "id": f"marker-{round_}"}]}).encode()
+                    _publish(broker.host, broker.port, f"fl/marker-{round_}", marker)
+                    deadline = time.monotonic() + 60
+                    while marker not in applied:
+                        assert time.monotonic() < deadline, applied
                         time.sleep(0.05)
-                    time.sleep(0.5)  # the retained message has come by now
                 finally:
                     listener.close()
-            dead = list((tmp_path / "queue" / "rejected").glob("*"))
-            assert len(dead) == 1 and dead[0].name.startswith("retained-"), dead
+                dead = list((tmp_path / "queue" / "rejected").glob("*"))
+                assert len(dead) == 1 and dead[0].name.startswith("retained-"), (round_, dead)
             assert dead[0].read_bytes() == b"retained garbage"
 
 
@@ -173,13 +202,16 @@ def test_listener_urls_read_as_the_sink_reads_them_or_refused() -> None:
 
 
 class _FullDisk:
-    """The queue's segment file on a full disk while ``full``: every write fails."""
+    """The queue's segment file on a full disk while ``full``: every write fails. ``refused``:
+    the run ids of the batches whose writes failed."""
 
     def __init__(self, file) -> None:
         self.file, self.full = file, True
+        self.refused: set[bytes] = set()
 
     def write(self, data) -> int:
         if self.full:
+            self.refused.update(re.findall(rb'"id": "(run-\d+)"', bytes(data)))
             raise OSError(28, "No space left on device")
         return self.file.write(data)
 
@@ -198,22 +230,26 @@ def test_messages_refused_on_a_full_queue_disk_are_taken_once_it_has_room(tmp_pa
 
     got: list[bytes] = []
     events = _events()[:2]
+    window = 20  # mosquitto's in-flight window: unacknowledged messages it sends at most
     with MosquittoBroker(tmp_path / "mqtt") as broker, \
             IngestQueue(tmp_path / "queue", got.extend) as queue:
         disk = queue._file = _FullDisk(queue._file)
         listener = MqttListener(f"{broker.url}/fl/#", queue, client_id="full-disk").start()
         try:
-            deadline = time.monotonic() + 30
-            while not listener.subscribed.is_set() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            assert listener.subscribed.wait(60)
             publisher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="device")
             publisher.connect(broker.host, broker.port)
             publisher.loop_start()
-            for i in range(30):  # more than mosquitto's in-flight window (20)
+            for i in range(30):  # more than the window
                 body = json.dumps({"format": "provkg.events/1", "events": [
                     {**events[0], "id": f"run-{i}"}]}).encode()
-                publisher.publish(f"fl/run-{i}", body, qos=1).wait_for_publish(10)
-            time.sleep(1.5)
+                publisher.publish(f"fl/run-{i}", body, qos=1).wait_for_publish(60)
+            # the whole window reached the queue and was refused: the state that used to stop
+            # the listener for good
+            deadline = time.monotonic() + 60
+            while len(disk.refused) < window:
+                assert time.monotonic() < deadline, disk.refused
+                time.sleep(0.05)
             assert got == []  # nothing could be written
             disk.full = False  # space freed: no restart
             deadline = time.monotonic() + 60
