@@ -46,7 +46,8 @@ def _direct_requirements() -> list[tuple[str, Requirement]]:
     for extra, reqs in project.get("optional-dependencies", {}).items():
         if extra not in UNLOCKED_EXTRAS:
             found += [(f"[{extra}]", Requirement(r)) for r in reqs]
-    return [(where, r) for where, r in found if _applies(r)]
+    # an extra naming provkg's own extras (provkg[server]) pins nothing itself
+    return [(where, r) for where, r in found if _applies(r) and canonicalize_name(r.name) != "provkg"]
 
 
 PINS = _pins(LOCK.read_text())

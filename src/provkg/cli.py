@@ -11,8 +11,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from provkg.config import DEFAULT_STORE
+from provkg.defaults import DEFAULT_STORE
 from provkg.errors import BadSpec, ProvkgError
+from provkg.extras import missing_extra
 
 __all__ = ["main", "build_parser"]
 
@@ -492,6 +493,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UnicodeEncodeError as exc:  # bytes of an argument that are no UTF-8 (black-box testing)
         print(f"error: text that is not UTF-8 (an argument with other bytes?) cannot be used "
               f"here: {exc.object[exc.start:exc.end]!r} at position {exc.start}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as exc:  # a package of an extra this install does not have
+        said = missing_extra(exc)
+        if said is None:
+            raise
+        print(f"error: {said}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -16,16 +16,13 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from provkg.defaults import DEFAULT_STORE, INGEST_SCHEMAS
 from provkg.errors import ProvkgError
 from provkg.problems import describe
 from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["Settings", "get_settings", "BadSetting", "DEFAULT_STORE", "INGEST_SCHEMAS"]
 
-#: embedded Oxigraph on disk, in the working directory
-DEFAULT_STORE = "oxigraph:provkg-data"
-#: what PROVKG_INGEST_SCHEMA accepts
-INGEST_SCHEMAS = ("typed", "tagged", "sprov")
 
 _Positive = Annotated[int, Field(gt=0)]
 

@@ -18,6 +18,7 @@ from provkg.capture.encoding import envelope
 from provkg.capture.http_sink import compress, encode_batch
 from provkg.capture.report import shown_url
 from provkg.capture.sink import url_options
+from provkg.extras import missing_extra
 
 __all__ = ["MqttSink", "run_topic"]
 
@@ -73,7 +74,10 @@ class MqttSink:
 
     def _start(self) -> None:
         """Create the paho client and connect in its network thread (once)."""
-        import paho.mqtt.client as mqtt
+        try:
+            import paho.mqtt.client as mqtt
+        except ModuleNotFoundError as exc:  # a capture-only install: say which extra
+            raise ImportError(missing_extra(exc) or str(exc)) from None
 
         with self._start_lock:
             if self._client is not None:
