@@ -141,9 +141,10 @@ def batches(n: int, fail_at: int | None = None):
 
 def test_a_generator_task_spans_the_iteration_and_records_its_return_value():
     sink = capture.MemorySink()
-    with capture.workflow("gen", sink=sink):
+    with capture.workflow("gen", sink=sink) as wf:
         gen = batches(3)
-        time.sleep(0.03)
+        time.sleep(0.03)  # the call and the first next() are apart in time
+        assert wf.flush(60)  # whatever was recorded so far is in the sink
         assert task_events(sink, "batches") == {}  # nothing runs before the first next()
         started = time.time()
         items = []

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from capture_receivers import expected_keys
+from capture_receivers import expected_keys, wait_until
 
 from provkg import capture
 from provkg.capture.sink import SinkRejected
@@ -74,7 +74,7 @@ def test_flush_timeout_during_a_split_leaves_every_unsent_event_in_the_spool(tmp
     expected = expected_keys(wf.id, ids)
     assert delivered < expected, "the test needs close() to give up while the batch is split"
     assert delivered | at_exit == expected
-    wf.emitter._thread.join(5)  # the abandoned thread stops after the part it was sending
+    wf.emitter._thread.join(60)  # the abandoned thread stops after the part it was sending
     assert not wf.emitter._thread.is_alive()
     assert set(_spooled(spool)) == at_exit  # ... and leaves the spool to the caller
 
@@ -101,13 +101,9 @@ def test_the_exit_warning_counts_the_events_that_wait_in_the_spool(tmp_path, cap
                               linger=0.01) as wf:
             for i in range(1000):  # the receiver is away: spooled
                 wf.task("step", index=i).end()
-            deadline = time.monotonic() + 10
-            while not wf.emitter.spool.pending and time.monotonic() < deadline:
-                time.sleep(0.01)
+            assert wait_until(lambda: wf.emitter.spool.pending)
             sink.up.set()  # it comes back: the spool is re-sent and emptied
-            while wf.emitter.spool.pending and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert not wf.emitter.spool.pending
+            assert wait_until(lambda: not wf.emitter.spool.pending)
             sink.up.clear()  # away again for the rest of the run
             for i in range(300):
                 wf.task("late", index=i).end()
@@ -171,13 +167,13 @@ out, spool = sys.argv[1], sys.argv[2]
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, hard))  # the disk is full at 40 kB
 with capture.workflow("full-disk", sink="file:" + out, spool=spool, linger=0.005,
-                      flush_timeout=10) as wf:
+                      flush_timeout=60) as wf:
     for i in range(400):
         with wf.task("step", index=i) as t:
             t.generate(note="n" * 100)
         time.sleep(0.001)
         if i == 90:  # ~48 kB of events: wait until the sink met the full disk and spooled
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while wf.emitter._backoff == 0 and time.monotonic() < deadline:
                 time.sleep(0.005)
             resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # space is back
@@ -188,7 +184,7 @@ print(wf.id)
 def test_a_full_disk_under_the_file_sink_leaves_no_torn_line_and_loses_nothing(tmp_path):
     out, spool = tmp_path / "out", tmp_path / "spool"
     run = subprocess.run([sys.executable, "-c", _FULL_DISK, str(out), str(spool)],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "File too large" in run.stderr  # the sink did meet the limit
     assert f"(file:{out})" in run.stderr  # and the warning says where (EFBIG names no file)
@@ -208,7 +204,7 @@ def test_the_file_sinks_folder_deleted_during_a_run_is_created_again(tmp_path, c
                               spool=tmp_path / "spool") as wf:
             for i in range(100):
                 wf.task("before", index=i).end()
-            assert wf.flush(5)
+            assert wf.flush(60)
             shutil.rmtree(out)
             after = [wf.task("after", index=i).begin() for i in range(100)]
             for task in after:
@@ -263,40 +259,22 @@ def test_provkg_replay_run_beside_a_live_spooling_run_loses_no_event(tmp_path):
     assert not expected - found, f"{len(expected - found)} of {len(expected)} events lost"
 
 
-class TimedSink:
-    """Records when each event arrived (by the monotonic clock)."""
-
-    def __init__(self) -> None:
-        self.arrived: dict[tuple[str, str], float] = {}
-
-    def send(self, events):
-        now = time.monotonic()
-        for e in events:
-            self.arrived.setdefault((e["id"], e["event"]), now)
-
-    def close(self):
-        pass
-
-
 def test_a_wall_clock_stepped_back_does_not_hold_events(tmp_path, monkeypatch):
     """Found by black-box testing: after an NTP step back on an edge device, events waited
     for as long as the step (unsent and unspooled: a power loss then lost them), since the
     linger compared the wall clock with each event's own time."""
-    sink = TimedSink()
+    sink = capture.MemorySink()
     real = time.time
     step = {"back": 0.0}
     monkeypatch.setattr(time, "time", lambda: real() - step["back"])
     with capture.workflow("clock-step", sink=sink, spool=tmp_path / "spool", linger=0.05,
                           batch_size=50) as wf:
         task = wf.task("step").begin()  # stamped before the step
-        step["back"] = 300.0
-        recorded = time.monotonic()
-        deadline = recorded + 5
-        while (task.id, "begin") not in sink.arrived and time.monotonic() < deadline:
-            time.sleep(0.01)
+        step["back"] = 86_400.0  # a day: held by the step, the event would outlast any wait
+        # sent by the linger while the run goes on, not by the flush at its end
+        sent = wait_until(lambda: any(e["id"] == task.id for e in sink.events))
         task.end()
-    assert (task.id, "begin") in sink.arrived, "held back by the clock step"
-    assert sink.arrived[(task.id, "begin")] - recorded < 2
+    assert sent, "held back by the clock step"
 
 
 class RefusingSlowSink:
@@ -324,7 +302,8 @@ def test_an_event_close_spooled_is_not_also_set_aside_as_refused(tmp_path):
     with capture.workflow("refused-late", sink=RefusingSlowSink(), spool=spool, flush_timeout=0.3,
                           batch_size=400, linger=0.01) as wf:
         ids = [wf.task("step", index=i).begin().id for i in range(400)]
-    wf.emitter._thread.join(10)  # the abandoned thread stops after the part it was sending
+    wf.emitter._thread.join(60)  # the abandoned thread stops after the part it was sending
+    assert not wf.emitter._thread.is_alive()
     rejected = [(e["id"], e["event"]) for path in sorted((spool / "rejected").glob("*.jsonl"))
                 for e in map(json.loads, path.read_text().splitlines())]
     spooled = _spooled(spool)
@@ -339,8 +318,9 @@ def test_a_receiver_refusing_even_small_events_as_too_large_keeps_them_in_the_sp
     event and left two files per event in rejected/ (a million for a 500k-event run)."""
     spool = tmp_path / "spool"
     with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        # (flush_timeout: the run's end waits for the sink to give up, however slow the host)
         with capture.workflow("proxy-413", sink=RefusingSlowSink(too_large=True), spool=spool,
-                              flush_timeout=1, linger=0.01) as wf:
+                              flush_timeout=60, linger=0.01) as wf:
             ids = [wf.task("step", index=i).begin().id for i in range(60)]
     assert not (spool / "rejected").exists() or not list((spool / "rejected").iterdir())
     assert set(_spooled(spool)) == expected_keys(wf.id, ids)

@@ -110,9 +110,11 @@ def test_a_forked_worker_dies_of_sigterm_at_once_with_its_events_on_disk(tmp_pat
     import multiprocessing as mp
     import pathlib
 
-    def slow(i):
+    def slow(i, queue):
         with capture.current_workflow().task("slow", index=i):
-            time.sleep(60)
+            # what SIGTERM does in this worker, in the middle of its task
+            queue.put(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+            time.sleep(600)  # far past the join below: only the signal ends it in time
 
     def handler_in_child(queue):
         queue.put(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
@@ -123,29 +125,33 @@ def test_a_forked_worker_dies_of_sigterm_at_once_with_its_events_on_disk(tmp_pat
             ctx = mp.get_context("fork")
             queue = ctx.Queue()
             ctx.Process(target=handler_in_child, args=(queue,)).start()
-            print("default in a forked child:", queue.get(timeout=30), flush=True)
-            worker = ctx.Process(target=slow, args=(0,))
+            print("default in a forked child:", queue.get(timeout=60), flush=True)
+            worker = ctx.Process(target=slow, args=(0, queue))
             worker.start()
-            deadline = time.monotonic() + 20
+            print("default in the worker's task:", queue.get(timeout=60), flush=True)
+            deadline = time.monotonic() + 60
             while not any("slow" in p.read_text() for p in pathlib.Path(out).glob("*")):
                 if time.monotonic() > deadline:
+                    worker.kill()
                     sys.exit("the worker's task begin never reached the sink")
                 time.sleep(0.02)
-            started = time.monotonic()
             worker.terminate()  # SIGTERM, in the middle of its task
-            worker.join(30)
-            took = round(time.monotonic() - started, 1)
-            print("worker exit", worker.exitcode, "after", took, flush=True)
+            worker.join(60)
+            print("worker exit", worker.exitcode, flush=True)
+            if worker.exitcode is None:
+                worker.kill()
     """
     code = textwrap.dedent(code)
     out, spool = tmp_path / "out", tmp_path / "spool"
     child = subprocess.run([sys.executable, "-c", PRELUDE + code, str(out), str(spool)],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr
     lines = child.stdout.splitlines()
     assert lines[0] == "default in a forked child: True"
-    exit_line = lines[1].split()
-    assert exit_line[:3] == ["worker", "exit", str(-signal.SIGTERM)] and float(exit_line[-1]) < 5
+    # the worker has no Python-level SIGTERM handler: the signal's default action kills it
+    # where it is, without running any code of its own
+    assert lines[1] == "default in the worker's task: True"
+    assert lines[2].split() == ["worker", "exit", str(-signal.SIGTERM)]
     events = [json.loads(line) for path in sorted(out.glob("*.jsonl"))
               for line in path.read_text().splitlines() if line.strip()]
     (slow,) = [e["id"] for e in events if e.get("transformation") == "slow"]  # its begin, on disk

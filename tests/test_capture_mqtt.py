@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
-from capture_receivers import MqttSubscriber, Recorder, Stalls, expected_keys
+from capture_receivers import Callers, MqttSubscriber, Recorder, expected_keys, wait_until
 
 from provkg import capture
-from provkg.capture.broker import MosquittoBroker
-from provkg.capture.mqtt_sink import run_topic
+from provkg.capture.broker import MosquittoBroker, free_port
+from provkg.capture.mqtt_sink import MqttSink, run_topic
 from provkg.capture.replay import replay
 from provkg.capture.spool import spool_segments
 
 
 @pytest.fixture
 def broker(tmp_path):
-    with MosquittoBroker(tmp_path / "broker") as running:
+    running = MosquittoBroker(tmp_path / "broker").start(timeout=60)
+    try:
         yield running
+    finally:
+        running.stop(timeout=60)
 
 
 def test_mqtt_sink_publishes_one_topic_per_run_with_qos1(broker, tmp_path):
@@ -26,7 +29,7 @@ def test_mqtt_sink_publishes_one_topic_per_run_with_qos1(broker, tmp_path):
         runs = []
         for name in ("first", "second"):
             with capture.workflow(name, sink=f"{broker.url}/lab/prov?compression=zstd",
-                                  spool=tmp_path / "spool") as wf:
+                                  spool=tmp_path / "spool", flush_timeout=60) as wf:
                 ids = [wf.task("step", index=i, used={"i": i}).begin().id for i in range(200)]
             runs.append((wf, ids))
         expected = set()
@@ -56,39 +59,39 @@ def test_broker_lost_mid_run_then_replay_delivers_every_event(broker, tmp_path, 
     subscriber = MqttSubscriber(broker.host, broker.port, "prov", recorder)
     spool = tmp_path / "spool"
     try:
-        wf = capture.workflow("mqtt-kill", sink=f"{broker.url}/prov", spool=spool, linger=0.05,
-                              flush_timeout=2.0)
+        sink = MqttSink.from_url(f"{broker.url}/prov")
+        sends = Callers(sink, "send_lines")
+        wf = capture.workflow("mqtt-kill", sink=sink, spool=spool, linger=0.05, flush_timeout=2.0)
         ids = []
-        stalls = Stalls()
         with wf:
             for i in range(5_000):
-                t0 = time.perf_counter()
                 with wf.task("step", index=i, used={"i": i}) as task:
                     task.generate(loss=1.0 / (i + 1))
                 ids.append(task.id)
                 if i == 1_000:
-                    recorder.wait_for(1, timeout=5)  # some batches made it before the crash
-                    broker.kill() if crash else broker.stop()
-                elif i > 1_000:
-                    stalls.time(time.perf_counter() - t0)
-        stalls.assert_never_waited()
+                    assert recorder.wait_for(1)  # some batches made it before the crash
+                    broker.kill() if crash else broker.stop(timeout=60)
+        # close() may have given up on the delivery thread: it stops after its current send
+        wf.emitter._thread.join(60)
+        assert not wf.emitter._thread.is_alive()
+        # the sink met the lost broker (no PUBACK, reconnects) in the delivery thread only:
+        # the user's thread never entered it, so it never waited on the network
+        assert sends.failures > 0
+        assert sends.threads == {wf.emitter._thread.ident}
         assert spool_segments(spool)
         subscribed_before = subscriber.subscriptions
-        broker.start()
+        broker.start(timeout=60)
         # replay only once the subscriber is back: a SIGKILLed broker may have lost its session
         assert subscriber.wait_resubscribed(subscribed_before)
         report = replay(spool, f"{broker.url}/prov")
         assert report.events > 0 and spool_segments(spool) == []
         expected = expected_keys(wf.id, ids)
         if not crash:
-            assert recorder.wait_for(len(expected), timeout=30)
+            assert recorder.wait_for(len(expected))
             assert recorder.unique == expected
         else:
             after_crash = {key for key in expected if key[0] in set(ids[1_002:])} | {(wf.id, "end")}
-            deadline = time.monotonic() + 30
-            while not after_crash <= recorder.unique and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert after_crash <= recorder.unique
+            assert wait_until(lambda: after_crash <= recorder.unique)
             missing = expected - recorder.unique
             assert all(key[0] in set(ids[:1_002]) or key[0] == wf.id for key in missing)
             assert recorder.unique <= expected
@@ -97,16 +100,16 @@ def test_broker_lost_mid_run_then_replay_delivers_every_event(broker, tmp_path, 
 
 
 def test_unreachable_broker_spools_without_blocking(tmp_path):
-    from provkg.capture.broker import free_port
-
     spool = tmp_path / "spool"
-    started = time.perf_counter()
-    with capture.workflow("nobroker", sink=f"mqtt://127.0.0.1:{free_port()}/prov", spool=spool,
-                          flush_timeout=1.0) as wf:
+    sink = MqttSink.from_url(f"mqtt://127.0.0.1:{free_port()}/prov")
+    sends = Callers(sink, "send_lines")
+    with capture.workflow("nobroker", sink=sink, spool=spool, flush_timeout=1.0) as wf:
         for i in range(1000):
             wf.task("step", index=i).end()
-        loop = time.perf_counter() - started
-    assert loop < 2.0
+    wf.emitter._thread.join(60)  # (close() may have given up on it: it stops after its send)
+    # sends failed (nobody listens) in the delivery thread only: the loop never waited on them
+    assert sends.failures > 0
+    assert sends.threads == {wf.emitter._thread.ident}
     lines = sum(len(p.read_text().splitlines()) for p in spool_segments(spool))
     assert lines == 2 + 2 * 1000
     assert wf.status == "finished"
@@ -115,16 +118,25 @@ def test_unreachable_broker_spools_without_blocking(tmp_path):
 def test_a_port_nobody_listens_on_fails_the_send_at_once_not_after_the_timeout(tmp_path):
     # found by black-box testing: every run with the broker down waited its whole flush_timeout
     # at exit, because a refused TCP connect never reached on_connect
-    from provkg.capture.broker import free_port
-    from provkg.capture.mqtt_sink import MqttSink
+    class Answer(threading.Event):
+        """The sink's "the broker answered" event, recording how each wait for it ended."""
 
-    sink = MqttSink.from_url(f"mqtt://127.0.0.1:{free_port()}/prov")
-    sink.timeout = 60.0
+        def __init__(self) -> None:
+            super().__init__()
+            self.waits: list[bool] = []
+
+        def wait(self, timeout: float | None = None) -> bool:
+            answered = super().wait(timeout)
+            self.waits.append(answered)
+            return answered
+
+    sink = MqttSink("127.0.0.1", free_port(), "prov", timeout=60.0, _connect=False)
+    sink._answered = Answer()  # before send() connects
     try:
-        started = time.perf_counter()
         with pytest.raises(ConnectionError, match="not reachable"):
             sink.send([{"type": "task", "event": "begin", "id": "t", "workflow_id": "r"}])
-        assert time.perf_counter() - started < 30  # far below the 60 s timeout it waited before
+        # the refused connect answered the wait: it did not run out the 60 s timeout
+        assert sink._answered.waits == [True]
     finally:
         sink.close()
 
@@ -134,7 +146,7 @@ def test_a_broker_that_refuses_the_client_is_named_and_the_password_is_not(tmp_p
     # sink URL's password was printed in clear in the warnings
     import logging
 
-    with MosquittoBroker(tmp_path / "broker", anonymous=False) as secured:
+    with MosquittoBroker(tmp_path / "broker", anonymous=False).start(timeout=60) as secured:
         url = f"mqtt://alice:s3cr3t@127.0.0.1:{secured.port}/prov"
         with caplog.at_level(logging.WARNING, logger="provkg.capture"):
             with capture.workflow("refused", sink=url, spool=tmp_path / "spool",

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from capture_receivers import HttpReceiver
+from capture_receivers import HttpReceiver, wait_until
 
 from provkg import capture
 from provkg.capture.spool import spool_segments
@@ -131,7 +131,7 @@ def test_a_compressed_file_sink_of_the_parent_stays_intact_after_a_fork(tmp_path
         for i in range(50):
             with wf.task("before", index=i):
                 pass
-        assert wf.flush(5)  # the parent's gzip segment is open, mid-stream, at the fork
+        assert wf.flush(60)  # the parent's gzip segment is open, mid-stream, at the fork
         child = mp.get_context("fork").Process(target=explicit_child, args=(1,))
         child.start()
         child.join()
@@ -157,7 +157,7 @@ def test_a_forked_child_with_an_http_sink_spools_and_the_owner_delivers_at_end(t
     receiver = HttpReceiver().start()
     try:
         with capture.workflow("http-fork", sink=receiver.url, run_id="h",
-                              spool=tmp_path / "spool", linger=5.0):
+                              spool=tmp_path / "spool", linger=5.0, flush_timeout=60):
             fork = mp.get_context("fork")
             children = [fork.Process(target=quick_child, args=(i,)) for i in range(3)]
             for child in children:
@@ -258,12 +258,30 @@ def test_a_child_sent_sigterm_as_it_is_forked_dies_of_it(tmp_path):
         for _ in range(50):
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child
-                time.sleep(0.5)
+                time.sleep(600)  # only the signal ends it
                 os._exit(0)
             os.kill(pid, signal.SIGTERM)
-            _, status = os.waitpid(pid, 0)
+            status = _ended(pid)
+            if status is None:  # it lived on: the SIGTERM was lost
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                outcomes.append("lived on")
+                break
             outcomes.append(os.WTERMSIG(status) if os.WIFSIGNALED(status) else "lived on")
     assert outcomes == [signal.SIGTERM] * 50
+
+
+def _ended(pid: int, timeout: float = 60.0) -> int | None:
+    """The wait status of the child ``pid`` once it ended, or None if it still runs after
+    ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
 
 
 def _state(pid: int) -> str:
@@ -278,16 +296,13 @@ def test_children_that_exited_unreaped_have_their_spool_sent_when_the_run_ends(t
     pids = []
     try:
         with capture.workflow("zombies", sink=receiver.url, run_id="z",
-                              spool=tmp_path / "spool", linger=5.0):
+                              spool=tmp_path / "spool", linger=5.0, flush_timeout=60):
             for i in range(3):
                 pid = os.fork()
                 if pid == 0:
                     quick_child(i)
                 pids.append(pid)
-            deadline = time.monotonic() + 30
-            while not all(_state(p) == "Z" for p in pids) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert all(_state(p) == "Z" for p in pids)
+            assert wait_until(lambda: all(_state(p) == "Z" for p in pids))
         keys = receiver.recorder.unique
     finally:
         for pid in pids:
@@ -339,7 +354,7 @@ def test_the_owner_says_when_running_children_still_hold_spooled_events(tmp_path
             with capture.current_workflow().task("child"):
                 pass
             os.write(write, b"x")
-            time.sleep(30)
+            time.sleep(600)  # running while the owner ends the run (killed below)
             os._exit(0)
         assert os.read(read, 1) == b"x"
     try:
