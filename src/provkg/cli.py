@@ -490,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in (getattr(exc, "problems", None) if isinstance(exc, BadSpec) else None) or [str(exc)]:
             print(f"error: {problem}", file=sys.stderr)
         return 1
-    except UnicodeEncodeError as exc:  # bytes of an argument that are no UTF-8 (black-box testing)
+    except UnicodeEncodeError as exc:  # an argument's bytes that are no UTF-8: no traceback
         print(f"error: text that is not UTF-8 (an argument with other bytes?) cannot be used "
               f"here: {exc.object[exc.start:exc.end]!r} at position {exc.start}", file=sys.stderr)
         return 1

@@ -154,8 +154,8 @@ def _check_value(v: Any) -> Any:
             raise ValueError(f"lists may nest at most {MAX_VALUE_DEPTH} deep")
         problem = _list_problem(v, "")
         if not problem and (size := json_size(v)) > MAX_VALUE_BYTES:
-            # accepted whole, the queue worker's store refused it later and the batch was set
-            # aside with every other event in it (found by black-box testing)
+            # refused here: accepted, the queue worker's store would refuse it later, and the
+            # batch would be set aside with every other event in it
             problem = _too_large(size, "a list")
     elif isinstance(v, dict):
         problem = ("objects are not values: send a JSON scalar, a list or null (a record as "
@@ -283,7 +283,7 @@ class _EventBase(_Model):
             first[v.name] = i
         return values
 
-    # the published schema says it too (a client validating with it got 422s: black-box testing)
+    # the published schema says it too, so a client validating with it gets no surprise 422s
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"event": {"const": "begin"}}, "required": ["event"]},
         "then": {"not": {"required": ["status"]}}})
@@ -571,7 +571,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: fields that take numbers only, with the form to say instead of "send it as a string"
-#: (black-box testing: that advice, given for a NaN time, was then refused)
+#: (advice these fields would refuse: a NaN time sent as a string, say)
 _NUMBER_FIELDS = {
     "time": f"time is a finite number of seconds since the epoch (UTC), 0 <= time < {MAX_TIME}",
     "index": "index is an integer",

@@ -128,7 +128,7 @@ def _store_location(text: str) -> str:
     """A data store's location in the spelling values' locations have (a path as its
     ``file:`` URI): it is written as an ``xsd:anyURI``, which a reasoner checks."""
     expected = "expected a URI (file:///data/lake, s3://bucket/prefix) or an absolute path"
-    if text.startswith("~"):  # black-box testing: a spec POSTed to a server got the server's home
+    if text.startswith("~"):  # a spec POSTed to a server would get the server's home
         raise ValueError(f"{expected}: a spec is read on other machines and by other users, "
                          "where ~ is another folder")
     if text.startswith("/"):
@@ -507,8 +507,8 @@ def parse_spec(text: str, *, source: str = "<string>", echo: bool = True) -> Spe
 def parse_stored_spec(text: str, *, source: str) -> Spec:
     """Parse a spec document provkg stored (:func:`provkg.service.ingest.spec_document`):
     JSON it wrote from a spec that passed :func:`parse_spec`, so without the size check,
-    which its spelled-out defaults could fail for a large spec that passed it (found by
-    black-box testing: a 7,000-transformation spec was then skipped).
+    which its spelled-out defaults could fail for a large spec that passed it (a
+    7,000-transformation spec, say, would then be skipped).
 
     Raises:
         BadSpec: as :func:`parse_spec` (a document another provkg version wrote)."""
@@ -572,8 +572,8 @@ def has_overlong_number(text: str) -> bool:
 
 
 def _parse_checked(text: str, source: str) -> Spec:
-    """:func:`_parse_document`, Python's own limits said as a spec problem (found by black-box
-    testing: tracebacks in the CLI, and 500 from the API)."""
+    """:func:`_parse_document`, Python's own limits said as a spec problem: a BadSpec, not a
+    traceback in the CLI or a 500 from the API."""
     try:
         return _parse_document(text, source)
     except RecursionError:
@@ -771,8 +771,8 @@ def _check(spec: Spec, report: _Report) -> None:
             report.add(where + ("granularity",), "only sections have a granularity")
         elif t.granularity != "full" and spec.has_sections(t.name):
             # its executions would be summaries only, and the sections of it would hang
-            # from executions the graph no longer holds (found by black-box testing: q4, q5
-            # and q7 lost every batch of such epochs)
+            # from executions the graph no longer holds (q4, q5 and q7 would lose every
+            # batch of such epochs)
             report.add(where + ("granularity",), "only an innermost section (no section is `of` "
                        "it) may be kept as a summary: summarise the sections inside it instead")
         _check_attributes(t, where, stores, report)
@@ -890,8 +890,8 @@ def validate_files(files: list[str]) -> tuple[list[tuple[str, Spec]], bool]:
             spec = load_spec(f)
             if spec.workflow in seen and seen[spec.workflow] != f:
                 # said, not refused (two versions may be compared with --store), since `provkg
-                # ingest --spec a --spec b` refuses them (black-box testing: a folder check said
-                # ok, then the load failed)
+                # ingest --spec a --spec b` refuses them: a folder check that says ok must not
+                # be followed by a load that fails
                 print(f"note: {f} and {seen[spec.workflow]} are both specs of workflow "
                       f"{spec.workflow!r}: an ingest takes one spec per workflow", file=sys.stderr)
             seen.setdefault(spec.workflow, f)

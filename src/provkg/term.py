@@ -200,8 +200,8 @@ def ntriples_line(t: Triple) -> str:
 
 #: what hides SPARQL keywords: comments (to CR or LF, as SPARQL and Oxigraph end them), long and
 #: short strings, IRIs (blanked before a scan), and a prefixed name's escaped character
-#: (``ex:a\#``, ``ex:a\)``: no comment, bracket or quote; a regression round bypassed the
-#: nesting limit with them)
+#: (``ex:a\#``, ``ex:a\)``: no comment, bracket or quote, else they would bypass the
+#: nesting limit)
 _COMMENT_AND_STRINGS = (r'#[^\n\r]*|"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^\'\\]|\\.|\'(?!\'\'))*\'\'\''
                         r'|"(?:[^"\\\n\r]|\\.)*"|\'(?:[^\'\\\n\r]|\\.)*\'')
 _IRI = r'<[^<>"{}|^`\\\s]*>'
@@ -210,8 +210,8 @@ SPARQL_NOISE = re.compile(f"{_COMMENT_AND_STRINGS}|{_IRI}|{_ESCAPED}")
 
 
 #: the same without IRIs: a ``<`` may also be a comparison (``1<(2)&&3>1``, ``1<'x>'``), which
-#: only the grammar tells from an IRI's start (a regression round hid 10,000 brackets, and a
-#: SERVICE call, in such an "IRI"); checks that must not be fooled read the text both ways
+#: only the grammar tells from an IRI's start (10,000 brackets, or a SERVICE call, can hide
+#: in such an "IRI"); checks that must not be fooled read the text both ways
 SPARQL_NOISE_NO_IRI = re.compile(f"{_COMMENT_AND_STRINGS}|{_ESCAPED}")
 
 
@@ -325,8 +325,8 @@ def path_location(path: str | PurePath) -> str:
     if not text.startswith("/"):  # C:/data/x.h5
         text = "/" + text
     if isinstance(path, str) and path.endswith("/") and not text.endswith("/"):
-        # a folder keeps its slash, as file:///data/tiles/ written as a URI keeps it (found by
-        # black-box testing: "/data/tiles/" and "file:///data/tiles/" were two locations)
+        # a folder keeps its slash, as file:///data/tiles/ written as a URI keeps it, so
+        # "/data/tiles/" and "file:///data/tiles/" are one location
         text += "/"
     # a path is not a URI: its % # ? [ ] are characters of names, escaped
     return "file://" + quote(text, safe=_PATH_SAFE, errors="surrogateescape")
@@ -339,8 +339,8 @@ _SCHEME_HOST = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:)(?://([^/?#@]*@)?(\[[^\]/?
 def _one_file_form(uri: str) -> str:
     """``file:/x`` and ``file://localhost/x`` (any case of the scheme) as ``file:///x``; for
     any other URI the scheme and host in lower case, as RFC 3986 compares them, so
-    ``HTTP://Example.ORG/x`` and ``http://example.org/x`` are one location (found by
-    black-box testing). The path, query and fragment keep their case.
+    ``HTTP://Example.ORG/x`` and ``http://example.org/x`` are one location. The path,
+    query and fragment keep their case.
 
     >>> _one_file_form("HTTP://Me@Example.ORG:8080/A?B=1#F"), _one_file_form("S3://Bucket/Key")
     ('http://Me@example.org:8080/A?B=1#F', 's3://bucket/Key')

@@ -129,8 +129,7 @@ def open_service(settings: Settings) -> Service:
                 _check_writes(store, settings)
             except StoreUnreachable as exc:
                 # down or still starting (a compose file starts both at once): serve anyway,
-                # queueing batches durably, and reach it in the background (the server used to
-                # refuse to start, found by black-box testing)
+                # queueing batches durably, and reach it in the background
                 log.warning("%s; serving anyway: batches are queued and applied once it answers "
                             "(tried every %.0f s)", exc, _STORE_RETRY_S)
                 waiting = StoreWait(str(exc))
@@ -145,9 +144,9 @@ def open_service(settings: Settings) -> Service:
 
 
 def _check_writes(store: Store, settings: Settings) -> None:
-    """A remote store's account is checked with a write that writes nothing: wrong
-    credentials showed only as 401s of the queue worker, after a "ready" server had
-    acknowledged batches (black-box testing).
+    """A remote store's account is checked with a write that writes nothing: else wrong
+    credentials show only as 401s of the queue worker, after a "ready" server has
+    acknowledged batches.
 
     Raises:
         StoreUnreachable: no answer at all (retried by the caller).
@@ -295,8 +294,8 @@ def _host_name(header: str) -> str:
 class _LoopbackOnly:
     """On a server bound to loopback, only requests for a loopback host name: a web page whose
     name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name as Host, and
-    would otherwise read /v1/sparql and the specs from the browser (found by black-box
-    testing). 421, as for a request meant for another server."""
+    would otherwise read /v1/sparql and the specs from the browser. 421, as for a request
+    meant for another server."""
 
     def __init__(self, app: Any) -> None:
         self.app = app

@@ -154,8 +154,8 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (Starlette names only the matched route's:
-    ``PUT /v1/specs`` said POST, not GET and POST: black-box testing), HEAD wherever GET is."""
+    """Every method some route serves at this path (Starlette names only the matched route's,
+    so ``PUT /v1/specs`` would say POST, not GET and POST), HEAD wherever GET is."""
     from starlette.routing import Match
 
     routes = request.app.router.routes
@@ -170,8 +170,8 @@ class _InternalError:
     """Answer an unexpected exception with a logged 500 ``{"error": "internal", ...}``.
 
     A middleware, not ``exception_handler(Exception)``: Starlette runs that handler and then
-    re-raises to the server, which dropped the connection, so a keep-alive client's next
-    request failed with "connection reset" (found by black-box testing)."""
+    re-raises to the server, which drops the connection, so a keep-alive client's next
+    request would fail with "connection reset"."""
 
     def __init__(self, app: Any) -> None:
         self.app = app

@@ -68,9 +68,9 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str]:
     (('127.0.0.1', 1884, 'pk/#'), ('127.0.0.1', 1884, 'provkg/#'))
     """
     scheme, parts, topic = _split(url)
-    # (black-box testing: the sink's own URL subscribed to "fl/gz?compression=gzip/#",
-    # "fl%20x/#" or "/pk/#", which match nothing it publishes, and the broker dropped every
-    # message; `mqtt://H:P` alone, which the sink takes, was refused)
+    # the sink's own URL, read as the sink reads it: a filter "fl/gz?compression=gzip/#",
+    # "fl%20x/#" or "/pk/#" matches nothing the sink publishes (the broker drops every
+    # message), and `mqtt://H:P` alone is a URL the sink takes
     wildcard = re.search(r"(^|/)#(?=$|\?)", topic)
     cut = topic.find("#")
     if cut >= 0 and (wildcard is None or cut < wildcard.end() - 1):
@@ -105,7 +105,7 @@ def _split(url: str) -> tuple[str, SplitResult, str]:
     end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     try:
         return scheme, urlsplit(f"mqtt://{rest[:end]}"), rest[end:]
-    except ValueError as exc:  # "Invalid IPv6 URL" (black-box testing: a traceback)
+    except ValueError as exc:  # "Invalid IPv6 URL": a bad parameter, not a traceback
         raise BadParameter(f"the MQTT URL's host is not valid ({exc}); expected "
                            "mqtt://HOST:PORT/TOPIC") from None
 
@@ -151,8 +151,8 @@ class MqttListener:
         self._held_lock = threading.Lock()
         self._retrying = False
         #: seconds before the next retry: doubled at each, back to the start once one is taken
-        #: (black-box testing: a refusal that came from the writer, after the queue took the
-        #: message, restarted the retries at 0.5 s and logged 4 errors a second)
+        #: (a refusal that comes from the writer, after the queue took the message, is not a
+        #: success: restarting the retries at 0.5 s would log 4 errors a second)
         self._retry_delay = _FIRST_RETRY_S
         self._refusing = False  # said once per episode of refusals
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
@@ -209,7 +209,7 @@ class MqttListener:
         except ProvkgError as exc:
             raw = bytes(message.payload)
             # a retained message comes again on every (re)subscribe: set aside once, not one
-            # more dead letter per reconnect (found by black-box testing)
+            # more dead letter per reconnect
             once = None
             if message.retain:
                 digest = hashlib.sha256(message.topic.encode() + b"\0" + raw).hexdigest()
@@ -253,9 +253,9 @@ class MqttListener:
         return True
 
     def _hold(self, item: tuple[bytes, int, int, int], problem: object, *, first: bool = False) -> None:
-        """Keep a message the queue refused and retry it: found by black-box testing, a
-        message refused on a full disk was never acknowledged nor sent again, and once the
-        broker's in-flight window was full of them the listener took nothing more."""
+        """Keep a message the queue refused and retry it: a message refused (a full disk)
+        is neither acknowledged nor sent again by the broker, and once the broker's in-flight
+        window is full of them the listener would take nothing more."""
         with self._held_lock:
             self._held.insert(0 if first else len(self._held), item)
             said, self._refusing = self._refusing, True

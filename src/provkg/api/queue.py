@@ -247,8 +247,8 @@ class IngestQueue:
                         self._cond.wait()
                         continue
                     # the disk refused the last batch: see now and then whether it has room
-                    # again, so health says ready without waiting for a batch (black-box
-                    # testing: a readiness probe kept traffic away, so it never did)
+                    # again, so health says ready without waiting for a batch (a readiness
+                    # probe that says not ready keeps traffic away, so none would come)
                     self._cond.wait(_PROBE_EVERY_S)
                     if not self._pending and not self._closing and self._write_failed \
                             and self._disk_takes_writes(self._write_failed[2]):
@@ -261,7 +261,7 @@ class IngestQueue:
             except (OSError, ValueError) as exc:  # ValueError: a file closed under us
                 # disk full, I/O error: these batches are refused (503), not acknowledged, and
                 # the next ones are tried again, so the queue takes batches once the disk is
-                # fine (black-box testing: the writer thread ended, and every later POST got
+                # fine; the writer thread goes on (had it ended, every later POST would get
                 # 503 until a restart)
                 log.error("ingest queue cannot write to %s: %s", self.directory, exc)
                 with self._cond:
@@ -280,8 +280,8 @@ class IngestQueue:
 
     def _disk_takes_writes(self, size: int) -> bool:
         """Whether as many bytes as the last refused batch (at least a page, at most 64 MiB)
-        can be written and synced in the queue's folder now (black-box testing: a page fit
-        on a disk with a few KiB free, health said ready, and every batch was still refused)."""
+        can be written and synced in the queue's folder now: a page alone fits on a disk with
+        a few KiB free, where health would say ready and every batch would still be refused."""
         probe = self.directory / "probe.tmp"
         size = min(max(size, 4096), 64 * 1024 * 1024)
         try:
@@ -313,8 +313,8 @@ class IngestQueue:
                 os.fsync(self._file.fileno())
         except OSError:
             # nothing of these records may stay: a part would be read as a torn record, and
-            # the records after it (once the disk is fine again) never be applied (black-box
-            # testing: a batch partly written on a full disk was acknowledged and lost)
+            # the records after it (once the disk is fine again) never be applied: a batch
+            # partly written on a full disk would be acknowledged and lost
             try:
                 os.ftruncate(self._file.fileno(), offset)
             except OSError as exc:
@@ -326,8 +326,8 @@ class IngestQueue:
 
     def _open_segment(self, index: int) -> None:
         # the new file first: if it cannot be made (no inode, too many open files) the current
-        # one stays open and takes the next batches (black-box testing: it was closed first,
-        # and the writer thread died on the next write)
+        # one stays open and takes the next batches (closed first, the writer thread would
+        # have no file for its next write)
         opened = open(self._segment_path(index), "ab", buffering=0)
         if self._file is not None:
             self._file.close()
@@ -355,8 +355,8 @@ class IngestQueue:
             except OSError as exc:
                 # the cursor only says how far the store has got: one that lags means some
                 # chunks applied again after a restart (harmless), so the applier goes on
-                # and tries later (found by black-box testing: one failed write on a full
-                # disk stopped the applier for good while POST /v1/events still said 202)
+                # and tries later: one failed write on a full disk must not stop it for
+                # good while POST /v1/events still says 202
                 log.warning("could not move the ingest queue's cursor (%s); retrying in %.1f s",
                             exc, cursor_delay)
                 time.sleep(cursor_delay)
@@ -439,8 +439,8 @@ class IngestQueue:
                     self._failing = (since, problem)
                 now = time.monotonic()
                 if problem != said[0] or now - said[1] >= _RETRY_LOG_EVERY_S:
-                    # once per problem and then each minute: every 5 s for hours (a store down
-                    # at the start) was 720 lines an hour (a regression round)
+                    # once per problem and then each minute: a line per 5 s retry for hours (a
+                    # store down at the start) would be 720 lines an hour
                     log.warning("could not apply queued batches (%s); retrying in %.1f s",
                                 problem, delay)
                     said = (problem, now)

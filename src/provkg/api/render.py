@@ -253,7 +253,7 @@ def _select_body(media: str, columns: list[str], rows: list[list[Any]]) -> bytes
 def _ask_body(media: str, boolean: bool) -> bytes:
     if media == SPARQL_JSON:
         return orjson.dumps({"head": {}, "boolean": boolean})
-    if media == ROWS_JSON:  # as the CLI writes it (black-box testing: it was {"boolean": ...})
+    if media == ROWS_JSON:  # as the CLI writes it: columns and rows, as for a SELECT
         return orjson.dumps({"columns": ["boolean"], "rows": [[boolean]]})
     if media == SPARQL_XML:
         return (f"{_XML_HEAD}<head/>\n<boolean>{'true' if boolean else 'false'}</boolean>\n"

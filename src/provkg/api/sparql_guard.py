@@ -104,17 +104,17 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
 
     _check_size(text)
     # SPARQL ends a comment at CR or LF, as Oxigraph does; rdflib's grammar at LF only, so
-    # "# x\r SERVICE <...>" was a comment to this guard and a SERVICE call to the store
-    # (found by black-box testing: server-side request forgery). The guard parses the text
+    # "# x\r SERVICE <...>" would be a comment to this guard and a SERVICE call to the store
+    # (server-side request forgery). The guard parses the text
     # with CR read as LF, which changes no token of the query (CR is whitespace, or ends a
     # comment, or sits in a long string), and the store runs the text as sent.
     view = text.replace("\r", "\n")
     refuse_deep_nesting(text)  # the stores' own limit, said in the same words
     try:
-        with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe (found by black-box testing)
+        with SPARQL_PARSER_LOCK:  # pyparsing is not thread-safe
             # pyparsing recurses about 60 Python frames per nested bracket: with the default
-            # limit (1,000) queries the stores take were refused from ~160 levels (a regression
-            # round); 500 levels need ~32,000, pure Python frames, not the C stack
+            # limit (1,000) queries the stores take would be refused from ~160 levels; 500
+            # levels need ~32,000, pure Python frames, not the C stack
             limit = sys.getrecursionlimit()
             sys.setrecursionlimit(max(limit, _PARSE_RECURSION_LIMIT))
             try:

@@ -69,8 +69,8 @@ def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | 
     except ReadOnlyQuery as exc:
         return {"error": "read_only", "message": str(exc)}
     except QuerySyntaxError as exc:
-        # said in Oxigraph's words, as `provkg sparql` on this store says it (black-box
-        # testing: the API gave rdflib's message and position for the same query)
+        # said in Oxigraph's words, as `provkg sparql` on this store says it: one query gets
+        # one message and position, not rdflib's from the API
         try:
             if nesting_depth(text) <= 64:  # deeper, Oxigraph's recursive parser may take the process down
                 ox.Store().query(text)  # an empty store: parses, and has nothing to evaluate

@@ -93,7 +93,7 @@ class SpecRegistry:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self._path)
-        except OSError as exc:  # a full disk: 503, as for events (black-box testing: a 500)
+        except OSError as exc:  # a full disk: 503, as for events, not a 500
             raise QueueUnavailable(f"the spec registry in {self._path.parent} cannot be "
                                    f"written: {exc.strerror or exc}") from exc
         self._texts, self._specs = texts, specs

@@ -335,8 +335,8 @@ def _say(text: str) -> None:
 
 
 def _check_args(args: argparse.Namespace, stores: list[str], queries: list[str] | None) -> None:
-    """Refuse what would fail only after the long work (found by black-box testing: an
-    unwritable --out lost a whole run's results; --scale 0 was a traceback)."""
+    """Refuse what would fail only after the long work: an unwritable --out would lose a
+    whole run's results, and --scale 0 is an error, not a traceback."""
     from provkg.config import writable_folder
     from provkg.queries.catalog import get_query
 

@@ -334,8 +334,8 @@ class Emitter:
         if n == 0:
             return False
         # the age by the monotonic clock since the queue was last empty, not by the event's
-        # own time: a wall clock stepped back (NTP on an edge device) held events for as long
-        # as the step, unsent and unspooled (found by black-box testing)
+        # own time: a wall clock stepped back (NTP on an edge device) would hold events for as
+        # long as the step, unsent and unspooled
         if n < self.batch_size and not (self._closing or self._flushing) and \
                 time.monotonic() - self._oldest_at < self.linger:
             return False
@@ -446,8 +446,8 @@ class Emitter:
 
     def _refused_part(self, part: list[Any], exc: Exception) -> None:
         """A part the receiver refused on its own: set aside, unless close() gave up on this
-        thread and spooled it already (black-box testing: an event in both rejected/ and the
-        spool, replayed and refused again, and the counts said did not match the files)."""
+        thread and spooled it already (an event in both rejected/ and the spool would be
+        replayed and refused again, and the counts said would not match the files)."""
         with self._handoff:
             if self._abandoned:
                 return

@@ -57,7 +57,7 @@ _process: dict[int, dict[str, Any]] = {}
 def process_environment() -> dict[str, Any]:
     """Host and pid of this process (cached per pid): what a task begun in a process that does
     not own its run (a forked or spawned worker) carries, so S-PROV places its invocation at
-    the worker's own system process, not at the run's (black-box testing)."""
+    the worker's own system process, not at the run's."""
     pid = os.getpid()
     env = _process.get(pid)
     if env is None:

@@ -89,8 +89,8 @@ class FileSink:
         if not path:
             raise ValueError(f"file sink URL {url!r} names no directory (expected file:DIR)")
         compression = url_options(parts.query, ("compression",), "file sink").get("compression") or None
-        # `file:~/events` is the home folder, as capture.ref("~/x") is (black-box testing: a
-        # folder named "~" was made in the working directory)
+        # `file:~/events` is the home folder, as capture.ref("~/x") is, not a folder named
+        # "~" in the working directory
         return cls(os.path.expanduser(path), compression=None if compression == "none" else compression)
 
     # -- other processes ------------------------------------------------------------------

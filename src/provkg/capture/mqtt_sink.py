@@ -182,8 +182,8 @@ class MqttSink:
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
         # nobody listens (connection refused, no route): an answer too, so that a batch goes to
         # the spool at once instead of after the whole timeout, as with the HTTP sink; a broker
-        # that accepts TCP but never answers still gets the timeout (found by black-box testing:
-        # every run with the broker down waited flush_timeout at exit)
+        # that accepts TCP but never answers still gets the timeout (else every run with the
+        # broker down would wait flush_timeout at exit)
         self._refused = None
         self._answered.set()
 

@@ -84,7 +84,7 @@ def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, reject
     """Send one claimed segment; delete it, or keep in it what was not delivered."""
     try:
         items = _read(held.read(), segment)
-    except _Foreign as why:  # never deleted: not ours (black-box testing: a PNG given was deleted)
+    except _Foreign as why:  # never deleted: not ours (a PNG given by mistake, say)
         report.foreign.append(f"{segment}: {why}")
         return
     # a file of rejected/ keeps what is refused again (no rejected/rejected)
@@ -163,7 +163,7 @@ def _read(data: bytes, segment: Path) -> list[_Item]:
     """The events of a segment. Every complete line of a segment is a provkg event; only a
     last line without its newline (a write torn by a crash) may be anything: it is skipped
     and logged. A file without one event is a segment only by its name (one a crash left
-    empty): an empty file of one's own was deleted (black-box testing).
+    empty): an empty file of one's own, named otherwise, is left as it is.
 
     Raises:
         _Foreign: the file is no spool segment."""

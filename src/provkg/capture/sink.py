@@ -81,7 +81,7 @@ def send_in_halves(batch: list[Any], deliver: Callable[[list[Any]], object], *,
     With ``size`` (an item's encoded bytes): one item under ``SMALL_EVENT`` refused as too large
     stops the delivery too, as a receiver that is away: it takes nothing (a proxy's body limit
     set too low), and setting aside every event one request and two files at a time would
-    lose them all (found by black-box testing)."""
+    lose them all."""
     parts = [batch] if batch else []  # a stack: the next part to send is the last
     while parts:
         if before is not None and before(parts):

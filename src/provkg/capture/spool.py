@@ -136,7 +136,7 @@ def _alive(pid: int) -> bool:
     except OSError:  # exists, owned by someone else
         return True
     # an exited child its parent has not waited for yet (a zombie) passes kill(pid, 0), but
-    # writes nothing more: its segments are done (black-box testing: they were left unsent)
+    # writes nothing more: its segments are done and may be sent
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
@@ -292,7 +292,7 @@ class Spool:
     def remove_if_empty(self) -> None:
         """The run's owner, at its end: remove the run's folder when everything in it was
         delivered (the segments forked children spooled, say), so a job's folder keeps no
-        empty spool folder per run (black-box testing); a folder with anything left stays."""
+        empty spool folder per run; a folder with anything left stays."""
         with self._lock:
             if self._current is None or not self._current.exists():
                 try:

@@ -51,8 +51,7 @@ MAX_URI = 4096
 #: (16 MiB by default), and then the whole event is refused, not the one value
 MAX_STRING = 1_000_000
 #: the largest list value in UTF-8 bytes of compact JSON (provkg.events.MAX_VALUE_BYTES): a
-#: larger one is left out, not sent for the server to refuse (it used to accept it and then
-#: set its whole batch aside: found by black-box testing)
+#: larger one is left out, not sent for the server to refuse
 MAX_VALUE_BYTES = 4 * 1024 * 1024
 #: most digits of an integer value or index (provkg.events.load_json refuses longer ones)
 MAX_INT_DIGITS = 4000
@@ -142,7 +141,7 @@ def report_unsent_domains(run: object, *, last: bool) -> None:
     value: their domain link is not captured. Called when ``run`` ends (in a forked child that
     continued it too), for the refs this process made while it was the current run (``last``:
     no run is active any more, so refs made outside any run too); another run ending meanwhile
-    (nested, in another thread or a forked child) says nothing of them (a regression round).
+    (nested, in another thread or a forked child) says nothing of them.
     Never raises."""
     try:
         mine, pid = id(run), os.getpid()
@@ -179,8 +178,8 @@ def _sources(derived_from: object) -> tuple[str, ...]:
             if isinstance(item, Ref) and item.domain and isinstance(key, str) \
                     and key not in _domains_sent:
                 # wire format v1 carries ids only in derived_from: unless the ref is a task's
-                # value too, its domain is lost; said at the run's end (found by black-box
-                # testing: q1 / q6 through that raw file answered nothing)
+                # value too, its domain is lost; said at the run's end (q1 / q6 through that
+                # raw file answer nothing)
                 if len(_domains_waiting) < _DOMAIN_KEYS_MAX:
                     run = current_run()
                     _domains_waiting[key] = (os.getpid(), None if run is None else id(run))
@@ -332,7 +331,7 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
 
 
 def _array_scalar(value: Any) -> Any:
-    """A numpy (torch, jax) scalar as the Python value its user sees (black-box testing):
+    """A numpy (torch, jax) scalar as the Python value its user sees:
 
     - a float32 / float16 as the shortest decimal that reads back as it (``np.float32(0.001)``
       is 0.001, not 0.0010000000474974513, so d7's value=0.001 finds it); a longdouble as the
@@ -405,7 +404,7 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
         if type(name) is not str or not 0 < len(name) <= MAX_NAME:
             shown = repr(name[:40]) if type(name) is str else f"of type {type(name).__name__}"
             # one warning per bad name (a long one by its first 40 characters): each is another
-            # attribute lost, and the first said nothing of the next (black-box testing)
+            # attribute lost, and the first says nothing of the next
             report_once(("name", type(name), shown), f"attribute name {shown} not captured: "
                         f"names are non-empty strings of at most {MAX_NAME} characters")
             continue

@@ -186,8 +186,8 @@ class Workflow:
         self._sections: list[Task] = []
         self._token: Any = None
         #: one byte shared with the processes forked while the run is open, set when the owner
-        #: ends it: a Pool created in one run and reused in the next recorded into the ended
-        #: run (found by black-box testing)
+        #: ends it: else a Pool created in one run and reused in the next records into the
+        #: ended run
         self._end_flag = _shared_flag() if _owner else None
         try:
             opened: Sink = open_sink(sink)
@@ -959,9 +959,9 @@ def _end_open_at_exit() -> None:
 atexit.register(_end_open_at_exit)
 
 
-# A SIGTERM reaching a new child before its hook below resets the handler found ours, which the
-# reset then turned into a no-op: the signal was lost (140 of 200 children forked and signalled
-# at once lived on) and Pool.terminate() waited for ever on such a worker. SIGTERM is blocked
+# A SIGTERM reaching a new child before its hook below resets the handler finds ours, which the
+# reset then turns into a no-op: the signal is lost (the child lives on) and Pool.terminate()
+# waits for ever on such a worker. SIGTERM is blocked
 # across fork instead: it waits in the kernel and, unblocked after the reset, kills the child
 # as the default action does.
 _sigterm_blocked_for_fork = False

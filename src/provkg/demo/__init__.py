@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     specs = [load_spec(p) for p in sorted((example_dir() / "specs").glob("*.yaml"))]
     if args.sink and not args.store.split(":", 1)[0].endswith(("+http", "+https")):
         # a server holds its embedded store, and memory: / rdflib: die with this command: the
-        # events sent would never show in --store (found out after 60 s, at the end)
+        # events sent would never show in --store (else found out only at the end of the run)
         raise ProvkgError(f"--sink sends the events to a server, so --store must be the store that "
                           f"server writes to, as a SPARQL endpoint both reach (oxigraph+http://..., "
                           f"virtuoso+http://...); {display_url(args.store)!r} cannot be")

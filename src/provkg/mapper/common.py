@@ -43,8 +43,8 @@ class Minter:
     """
 
     def __init__(self, base: str = DEFAULT_BASE):
-        # DESIGN §2: instances never under a vocabulary's namespace (black-box testing: a base
-        # of provml# minted provml#task/... among the classes)
+        # DESIGN §2: instances never under a vocabulary's namespace (a base of provml# would
+        # mint provml#task/... among the classes)
         clash = next((ns for ns in PREFIXES.values() if base.startswith(ns)), None)
         if clash is not None:
             raise MappingError(f"the IRI base {base!r} is inside the vocabulary namespace "
@@ -159,7 +159,7 @@ class MapState:
         self.unknown_attributes: Counter[tuple[str, str, str]] = Counter()
         self.unresolved_runs: Counter[str] = Counter()
         #: section begins that name no parent: kept under their run, where the queries that
-        #: walk stage -> epoch -> batch do not look (black-box testing: d3 / p1 were empty)
+        #: walk stage -> epoch -> batch do not look (d3 / p1 find none of them)
         self.parentless_sections: Counter[tuple[str, str]] = Counter()
         #: values of summarised sections (granularity: summary) the spec does not declare
         self.summary_unknown: Counter[tuple[str, str, str]] = Counter()

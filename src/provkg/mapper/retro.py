@@ -103,7 +103,7 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     if tt is not None and tt.kind != "section":
         # every task but a section, parent or not: clients name a parent on the begin event
         # alone, so an end event cannot tell an adaptation inside a training from a stage
-        # (found by black-box testing: a parent on the begin made it both). Sections are
+        # (a parent on the begin would make it both). Sections are
         # reached from their stage (a pending event is mapped again with tt)
         append((t, PL.isPartOf, mint.run(e["workflow_id"])))
     deps = get("dependencies")
@@ -120,7 +120,7 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     if get("agent") is not None:
         _agent(e, t, st, out)
     env = get("environment")
-    if env:  # as for a run: one JSON literal (black-box testing: a task's was dropped)
+    if env:  # as for a run: one JSON literal, not dropped
         append((t, PK.environment, literal(env)))
     used = get("used")
     if used:

@@ -66,8 +66,8 @@ class _Fact:
             if self.measures is None:
                 self.measures = {}
             # every distinct value, as the full graph keeps every prov:value of the measure's
-            # node (a loss sent on the begin and another on the end: the first one kept made
-            # the summary depend on the order events came in; found by black-box testing)
+            # node (a loss sent on the begin and another on the end: keeping the first one
+            # would make the summary depend on the order events came in)
             for name, xs in o.measures.items():
                 mine = self.measures.get(name)
                 union = xs if mine is None else sorted(set(mine) | set(xs))

@@ -241,7 +241,7 @@ def with_prefixes(body: str) -> str:
 #: OPTIONAL's second row lost for 100 of 300 epochs, typed and tagged alike, every run), and
 #: took a poorer plan for Q7 (0.45 -> 0.10 s typed, 1.82 -> 0.25 s tagged) and d8 (tagged
 #: 1.01 -> 0.01 s). Not for all: d6 in that order exceeds Virtuoso's code vector ("SQ199") on
-#: a workflow without adaptations (a regression round), and the others gained nothing
+#: a workflow without adaptations, and the others gained nothing
 #: (benchmarks/results/schemas-analysis.md). On the first line, so line numbers in an error
 #: message stay right.
 VIRTUOSO_PRAGMA = 'define sql:select-option "ORDER" '

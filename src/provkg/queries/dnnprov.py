@@ -157,8 +157,8 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
 
 def d6_precondition(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     """Some adaptation of the workflow at all: d6 ranks every training first, and on a workflow
-    of 16,000 trainings and no adaptation its two passes (the last-epoch fallback) took 39 s
-    to find no row (black-box testing: the server answered 504)."""
+    of 16,000 trainings and no adaptation its two passes (the last-epoch fallback) can run
+    past the server's time limit (a 504) to find no row."""
     return select(["?adapt"], [values_block({"wf": t["workflow"]}),
                                P.workflow_stage("?wf", "?adapt", "adaptation", schema)], limit=1)
 
@@ -221,9 +221,9 @@ _FINISHED_EP = 'FILTER NOT EXISTS { ?ep provkg:status "failed" }'
 
 def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     # the latest epoch that ended, and did not fail: one still running has no time yet
-    # (online use: a running training stayed out of the answer until its epoch ended); one
-    # ended by an exception or SIGTERM had a partial time and no loss, where a device killed
-    # with -9 showed its last whole epoch (found by black-box testing)
+    # (online use: taken, it would keep a running training out of the answer until its
+    # epoch ended); one ended by an exception or SIGTERM has a partial time and no loss,
+    # where a device killed with -9 shows its last whole epoch
     latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
                       [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
                        P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end"), _FINISHED_E],

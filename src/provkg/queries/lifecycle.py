@@ -159,7 +159,7 @@ def _slice_range(start: str = "?dataset", sr: str = "?sr") -> str:
 def _tiling() -> str:
     """OPTIONAL ``?tile_size``, with the ``?noise_threshold`` the same task used when it used
     one: two tilings of one selection are two (tile, noise) pairs, never their four
-    combinations. A noise threshold set by another task is found by the next OPTIONAL."""
+    combinations. The next OPTIONAL finds a noise threshold set by another task."""
     def used_by_maker(node: str, k: int | None) -> list[str | P.Part]:
         return [P.link("?tiling_attr provlake:concept seis:tileSize",
                        "?tiling_v prov:wasDerivedFrom ?tiling_attr", "?tiling_v prov:value ?tile_size",
@@ -265,8 +265,8 @@ def _summarised_epochs(schema: str, **stats: str) -> Where:
     """Epochs ``?epoch_exec`` (index ``?epoch``) of ``?training`` whose batches are kept as a
     summary (spec ``granularity: summary``) and not in full, with the summary's ``stats``
     (property -> var). An epoch can have both: its batches ingested in full, then the same
-    events again after the spec switched to summaries (found by black-box testing: q4 listed
-    every such epoch twice); the full batches answer then. One lookup per summarised epoch."""
+    events again after the spec switched to summaries; the full batches answer then, so q4
+    lists no such epoch twice. One lookup per summarised epoch."""
     return [P.section("?epoch_exec", "?training", "training", schema),
             P.link("?epoch_exec provkg:index ?epoch"),
             P.section_summary("?epoch_exec", "?sum", **stats),
@@ -276,8 +276,8 @@ def _summarised_epochs(schema: str, **stats: str) -> Where:
 def _summaries_per_epoch(where: Where, schema: str, *, extremes: bool) -> str:
     """The summarised epochs of ``where``'s trainings, one row per (training, epoch index):
     an epoch run again under the same index (a failed epoch retried) has a summary per run,
-    which are combined as the full branch's GROUP BY combines their batches (found by
-    black-box testing: two rows for one epoch). Average weighted by timed count; one run's
+    which are combined as the full branch's GROUP BY combines their batches: one row per
+    epoch. Average weighted by timed count; one run's
     own average is read as it is (no rounding through a product)."""
     inner = ["?training", "?epoch", "(SUM(?n) AS ?batches)", "(COUNT(?a) AS ?runs)",
              "(MIN(?a) AS ?a1)", "(SUM(?a * ?n) AS ?total)"]
@@ -373,8 +373,8 @@ def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out:
     second walk from the anchor to the epochs (Q7 with summaries: 300 fewer lookups per
     stage)."""
     agg, stat = ("MIN", "minValue") if least else ("MAX", "maxValue")
-    # numbers only: a "NaN" sent for a diverged batch is a string, which MAX ranked above
-    # every number (found by black-box testing); summaries count numbers only as well
+    # numbers only: a "NaN" sent for a diverged batch is a string, which MAX ranks above
+    # every number; summaries count numbers only as well
     numeric = "FILTER(isNumeric(?bv))"
     per_epoch = subquery([key, "?ep", f"({agg}(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),

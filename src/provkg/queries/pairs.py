@@ -119,9 +119,9 @@ def _text(text: str, *, value: bool) -> str:
     r"""A name or a string value as the pairs column writes it: as it is, or as a JSON string
     (double quotes, backslash escapes; ``;`` as ``\u003b``, and ``=`` too in a name) when it
     holds ``;`` or ``=``, starts with a quote, has spaces at its ends or is empty, or (a value)
-    reads as a number, a boolean or a list, so that the column reads back one way (found by
-    black-box testing: ``note="x; z=w"`` read as two pairs, and the string ``"0.01"`` as the
-    number). ``NaN`` / ``Infinity`` stay as they are: the capture library's non-finite floats.
+    reads as a number, a boolean or a list, so that the column reads back one way (else
+    ``note="x; z=w"`` reads as two pairs, and the string ``"0.01"`` as the number).
+    ``NaN`` / ``Infinity`` stay as they are: the capture library's non-finite floats.
 
     >>> _text("adam", value=True), _text("x; z=w", value=True), _text("0.01", value=True)
     ('adam', '"x\\u003b z=w"', '"0.01"')

@@ -24,7 +24,7 @@ EVENT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", 
 
 
 def _is_event_file(p: Path) -> bool:
-    return p.name.lower().endswith(EVENT_SUFFIXES)  # part2.JSONL too (black-box testing)
+    return p.name.lower().endswith(EVENT_SUFFIXES)  # part2.JSONL too
 
 
 #: files a folder may hold besides event files without a word: a capture spool's own
@@ -34,8 +34,8 @@ _QUIET = (".tmp", ".lock", ".part")
 def event_files(paths: list[str | Path], skipped: list[str] | None = None) -> list[Path]:
     """The event files named by ``paths``: files as given, folders searched at any depth
     (a capture spool's ``rejected/`` folder is skipped), each folder's files in name order.
-    Other files found in folders are appended to ``skipped`` (so the caller can say so:
-    black-box testing found .json and .JSONL files left out unsaid).
+    Other files found in folders are appended to ``skipped``, so the caller can say so: no
+    file of a folder (a .json file, say) is left out unsaid.
 
     Raises:
         NotFound: a path does not exist, or a folder holds no event file.
@@ -162,7 +162,7 @@ def _read_errors() -> tuple[type[BaseException], ...]:
 _BLANK_START = frozenset(b" \t\n\r\x0b\x0c")
 
 #: a batch of ``read_events`` is yielded once its lines reach this many bytes, whatever its
-#: count: events with 50 KB values made an ingest's memory grow with the file (black-box testing)
+#: count: else events with 50 KB values make an ingest's memory grow with the file
 CHUNK_BYTES = 8 * 1024 * 1024
 
 
@@ -251,7 +251,7 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
         if error is None and torn is not None:
             if path.name.lower().endswith((".gz", ".zst")):
                 # a compressed file read to its proper end is no file still being written:
-                # its cut last line is a lost event (black-box testing: exit 0 let a script's
+                # its cut last line is a lost event, an error (exit 0 would let a script's
                 # `ingest && rm` delete it)
                 message = (f"{path}:{torn}: last line is incomplete (no newline) although the "
                            "compressed file is complete: the event was cut before it was compressed")
@@ -301,8 +301,8 @@ def _collect(obj: Any, out: list[dict[str, Any]], path: Path, n: int, validate: 
             except BadEvent as exc:
                 if len(items) == 1:
                     raise
-                # a batch line is kept or skipped whole: say how much goes with it (black-box
-                # testing: "that line was skipped" read as one event lost, not 300)
+                # a batch line is kept or skipped whole: say how much goes with it ("that line
+                # was skipped" reads as one event lost, not 300)
                 raise BadEvent(f"{exc} (a batch of {len(items)} events on that line, all "
                                "skipped with it)") from None
     out.extend(items)

@@ -111,12 +111,12 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     prospective = list(map_spec(spec, schema=schema, base=base))
     if _registered(store, wf, document, prospective):
         # registered before in this schema: every event since was mapped with it, so there
-        # is nothing to re-type (the updates below read the whole workflow's history: a CLI
-        # ingest into a store of 700k triples spent 2.7 s of its 4 s on them)
+        # is nothing to re-type (the updates below read the whole workflow's history, which
+        # on a large store takes longer than a small ingest itself)
         return 0
-    # a crash between the steps below left the old spec half forgotten and the new one half
-    # written, for good (black-box testing: kill -9 during POST /v1/specs emptied eight canned
-    # queries); the marker says what was under way, and finish_registrations completes it
+    # a crash between the steps below would leave the old spec half forgotten and the new one
+    # half written, for good (kill -9 during POST /v1/specs: canned queries would answer
+    # nothing); the marker says what was under way, and finish_registrations completes it
     pending = literal(json.dumps({"schema": schema, "spec": spec_document(spec)},
                                  sort_keys=True, ensure_ascii=False), RDF.JSON)
     _done_registering(store, wf)  # another registration's, cut short: this one replaces it
@@ -134,7 +134,7 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
                          f"?x {P.wasInfluencedBy} ?t ; {PL.isPartOf} ?r }}")
         was = {t.name for old in replaced for t in old.transformations if t.kind == "section"}
         if was - now:  # sections no more: their executions are the run's own tasks, as a fresh
-            # ingest with this spec makes them (black-box testing: they were left in no run)
+            # ingest with this spec makes them (else they are left in no run)
             gone = " ".join(mint.spec(spec.workflow, name) for name in sorted(was - now))
             store.update(f"INSERT {{ ?x {PL.isPartOf} ?r }} WHERE {{ VALUES ?t {{ {gone} }} "
                          f"?x {P.wasInfluencedBy} ?t ; {P.wasInformedBy}+ ?top . "
@@ -264,7 +264,7 @@ def _forget_spec(store: Store, old: Spec, *, schema: str, base: str) -> None:
         typed_values = f"VALUES ?a {{ {attributes} }} VALUES ?c {{ {' '.join(_TYPED_VALUES)} }}"
         # plain first (the new spec's retype turns it into its class); then the old classes
         # go, except those another workflow's attribute gives the same value (a file two
-        # workflows share: found by black-box testing, its other class was lost)
+        # workflows share keeps its other class)
         parts.append(f"INSERT {{ ?v {A} {PL.AttributeValue} }} "
                      f"WHERE {{ {typed_values} ?v {P.wasDerivedFrom} ?a ; {A} ?c }}")
         for attribute_class, value_class in _VALUE_CLASS_OF:  # one operation per class:
@@ -352,8 +352,8 @@ class _Writer:
                  max_bytes: int = 32 * 1024 * 1024):
         self.store = store
         self.min_triples = min_triples
-        #: a buffer is handed over at this many bytes of objects too: large values (long texts,
-        #: lists) held 200,000 triples' worth of them (black-box testing: 5x the file in RSS)
+        #: a buffer is handed over at this many bytes of objects too: else large values (long
+        #: texts, lists) are held 200,000 triples' worth at a time, several times the file in RSS
         self.max_bytes = max_bytes
         self._bytes = 0
         self._queue: queue.Queue[list[Triple] | None] = queue.Queue(maxsize=1)
@@ -490,8 +490,8 @@ class Ingestor:
             if any(late.values()):
                 # a begin whose end an earlier session stored before the spec was known: the
                 # spec's registration could not tell which component that invocation ran
-                # (its begin says it), so its parameters and change wait until now (found by
-                # black-box testing: an adaptation's s-prov:Change never came)
+                # (its begin says it), so its parameters and change wait until now (else an
+                # adaptation's s-prov:Change would never come)
                 self._settle()
                 for wf, ids in sorted(late.items()):
                     for chunk in _chunks(sorted(ids), 200):
@@ -856,8 +856,8 @@ def ingest_paths(store: Store, paths: Iterable[str | Path], *,
             report = ing.finish()
     except KeyboardInterrupt:
         bar.close()
-        # said before the writes under way finish (seconds on a big batch: black-box testing
-        # saw a silent wait of up to 10 s after Ctrl-C)
+        # said before the writes under way finish (seconds on a big batch: a silent wait
+        # after Ctrl-C would look like a hang)
         print("interrupted: finishing the write under way; what is written stays, and running "
               "the same ingest again completes it (re-ingesting adds no triple)", file=sys.stderr)
         raise
@@ -946,7 +946,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     seen: dict[str, str] = {}
     for path, spec in zip(args.spec, given):
         if spec.workflow in seen and seen[spec.workflow] != path:
-            # the last one used to win silently
+            # refused: the last one would win silently
             raise BadSpec(f"{path}: workflow {spec.workflow!r} already has a spec ({seen[spec.workflow]}); "
                           "give one --spec per workflow")
         seen[spec.workflow] = path
@@ -955,7 +955,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         # specs registered by earlier sessions (or the server), replaced by those given here
         held = {s.workflow: s for s in stored_specs(store)}
         specs = {**held, **{s.workflow: s for s in given}}
-        for spec in given:  # said, since the stored runs are re-typed (black-box testing)
+        for spec in given:  # said, since the stored runs are re-typed
             if spec.workflow in held and spec_document(held[spec.workflow]) != spec_document(spec):
                 changes = "; ".join(spec_changes(held[spec.workflow], spec))
                 print(f"note: the spec of workflow {spec.workflow!r} given here replaces the "

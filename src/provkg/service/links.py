@@ -117,8 +117,8 @@ def value_named(store: Store, value_id: str, *, base: str = DEFAULT_BASE) -> str
     location, if the store holds it; else None. A value only ever named in ``derived_from``
     (a raw file ``capture.ref`` turned into its location spelling: ``/raw/t.sgy`` as
     ``file:///raw/t.sgy``, ``s3://Lake/x`` as ``s3://lake/x``) has no ``provlake:location``
-    to be found by, only its minted IRI (found by black-box testing: neither the path nor the
-    URI as written found it)."""
+    to look up, only its minted IRI: each spelling is minted and tried, since neither the
+    path nor the URI as written would find it."""
     for name in dict.fromkeys([value_id, *location_spellings(value_id)]):
         value = iri(mint_iri("value", name, base=base))
         if store.ask(f"ASK {{ {{ {value} ?p ?o }} UNION {{ ?s ?p {value} }} }}"):

@@ -135,8 +135,8 @@ def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None =
 
 def _no_quads(files: list[Path], format: str | None) -> None:
     """BadParameter for N-Quads / TriG files given with a graph: their quads name their own
-    graphs, so they went there, not into ``--graph`` (and a ``--replace`` kept the old
-    triples of those graphs: found by black-box testing)."""
+    graphs, so they would go there, not into ``--graph`` (and a ``--replace`` would keep the
+    old triples of those graphs)."""
     from provkg.errors import BadParameter
     from provkg.store.base import rdf_format_of
 
@@ -160,8 +160,8 @@ def _graph_term(graph: str) -> str:
 
 def _check_gzip(path: Path) -> None:
     """StoreError unless ``path`` decompresses to its end: a cut-off backup is refused before
-    anything of it is stored (a bulk load keeps what it read; found by black-box testing: a
-    traceback, and the command's other files were not loaded)."""
+    anything of it is stored (a bulk load keeps what it read), as an error, not a traceback
+    that leaves the command's other files unloaded."""
     import zlib
 
     try:
@@ -365,8 +365,8 @@ def cmd_load(args: argparse.Namespace) -> int:
                 print("\n".join(loaded.lines()))
             raise
         compact_after_load(store)
-        # a load into the default graph can copy a named graph's triples too (black-box
-        # testing: a KG loaded with --graph, then again without, counted twice, unsaid)
+        # a load into the default graph can copy a named graph's triples too (a KG loaded
+        # with --graph, then again without, counts twice): said
         for graph in [args.graph] if args.graph else store.graphs()[:_SHARED_CHECK_GRAPHS]:
             _warn_shared(store, graph)
     print("\n".join(report.lines()))

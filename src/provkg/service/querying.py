@@ -118,8 +118,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             notes.append(f"the store has no {_WHAT[p.type]} {given!r} (parameter {p.name}){hint}")
         elif p.type == "workflow" and not store.ask(
                 f"ASK {{ {term_for(p, values[p.name], base=base)} ?p ?o }}"):  # the spec's own triples, any schema
-            # its runs are there, mapped as plain PROVLake (found by black-box testing: p1
-            # answered nothing, and said nothing)
+            # its runs are there, mapped as plain PROVLake (p1 would answer nothing, and say
+            # nothing)
             notes.append(f"the store has runs of workflow {values[p.name]!r} but no spec for "
                          f"it, {_PLAIN_RUNS}")
         elif p.type in ("data", "task") and store.ask(
@@ -127,8 +127,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
                 + (f"{{ ?t {P.used} ?x }} UNION {{ ?x {P.wasGeneratedBy} ?t }} "
                    f"?t {P.wasInfluencedBy} ?tr " if p.type == "data" else f"?x {P.wasInfluencedBy} ?tr ")
                 + "FILTER NOT EXISTS { ?tr ?p ?o } }"):
-            # the same for data or a task of such runs (black-box testing: q4 by a dataset of
-            # a workflow without a spec answered nothing, and said nothing)
+            # the same for data or a task of such runs (q4 by a dataset of a workflow without
+            # a spec would answer nothing, and say nothing)
             notes.append(f"{values[p.name]!r} (parameter {p.name}) belongs to runs of a workflow "
                          f"whose spec the store does not hold, {_PLAIN_RUNS}")
     notes += unknown_attributes(store, name, params)
@@ -164,13 +164,13 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
 def _no_section_measure(store: Store, dataset: str, measure: str, *, lower: bool,
                         timeout: float = 10.0) -> list[str]:
     """q7's note when no section of the trainings that used ``dataset`` (VALUES terms) recorded
-    ``measure``, in full or in a summary: q7 reads batch measures only (black-box testing: an
-    accuracy recorded per training gave q7 no rows, unsaid, while d5 and q3 answered).
+    ``measure``, in full or in a summary: q7 reads batch measures only (an accuracy recorded
+    per training gives q7 no rows, while d5 and q3 answer).
 
     Each check starts from the dataset, one section depth at a time (a UNION of the two depths
-    was evaluated on its own over every task of the store: 41-67 s for 4,000 runs, growing
-    with the square of the store, found by black-box testing); together they take at most
-    ``timeout`` seconds, and one that runs out says nothing."""
+    is evaluated on its own over every task of the store, in a time that grows with the
+    square of the store); together they take at most ``timeout`` seconds, and one that runs
+    out says nothing."""
     import time
 
     from provkg.errors import QueryTimeout
@@ -211,8 +211,8 @@ _THROUGH_DOMAIN_KG = ("q1", "q2", "q6")
 
 def _dangling_links(store: Store, name: str, *, base: str) -> list[str]:
     """A note when captured values link to domain resources no loaded graph describes: the
-    domain-KG queries find nothing through them (found by black-box testing: a SEG-Y file
-    taken out of the KG emptied q1 with no word, while check-links listed it)."""
+    domain-KG queries find nothing through them (a SEG-Y file taken out of the KG empties
+    q1): said here as check-links lists it."""
     from provkg.service.links import check_links
 
     dangling = check_links(store, base=base)
@@ -230,7 +230,7 @@ def _dangling_links(store: Store, name: str, *, base: str) -> list[str]:
 def unknown_attributes(store: Store, name: str, params: dict[str, object]) -> list[str]:
     """A note for each ``measure`` / ``hyperparameter`` parameter no spec attribute in the store
     is named: asked whatever the answer, since some queries (d3) still give their rows, with
-    that column empty (black-box testing: ``measure=Loss`` drew an empty loss curve, unsaid)."""
+    that column empty (``measure=Loss`` draws an empty loss curve)."""
     values = get_query(name).parse(params)
     notes = []
     for named in ("measure", "hyperparameter"):  # attribute names of the specs
@@ -244,7 +244,7 @@ def unknown_attributes(store: Store, name: str, params: dict[str, object]) -> li
 
 def _unrecorded_value(store: Store, hyperparameter: str, value: object) -> list[str]:
     """A note when no value of ``hyperparameter`` is ``value`` as text, naming a few that are
-    (a value matched in another case or spacing gave no rows, unsaid: black-box testing)."""
+    (a value given in another case or spacing gives no rows)."""
     rows = store.select(
         f"SELECT DISTINCT ?v WHERE {{ ?a {iri(RDFS.label)} {literal(hyperparameter)} . "
         f"?x {iri(PROV.wasDerivedFrom)} ?a ; {iri(PROV.value)} ?v }} LIMIT 200").rows
@@ -350,7 +350,7 @@ def query_form(text: str) -> str:
 
 #: the SERVICE keyword, not a variable (?service), a prefixed name (ex:SERVICE) or a word in one;
 #: in the reading that keeps IRIs (noise_readings) not inside a path or query of one either
-#: (a regression round: a query about services was refused, and 1<'x>' hid a SERVICE call)
+#: (else a query about services is refused, or 1<'x>' hides a SERVICE call)
 _SERVICE = re.compile(r"(?<![\w?$:])SERVICE\b", re.IGNORECASE)
 _SERVICE_AMID_IRIS = re.compile(r"(?<![\w?$:/#=])SERVICE\b", re.IGNORECASE)
 

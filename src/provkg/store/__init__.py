@@ -53,7 +53,7 @@ def _oxigraph(rest: str, url: str, read_only: bool) -> Store:
 def _memory(rest: str, url: str, read_only: bool) -> Store:
     from provkg.store.oxigraph_store import OxigraphStore
 
-    if rest:  # found by black-box testing: memory:foo was taken, the foo silently ignored
+    if rest:  # memory:foo is refused, not taken with the foo silently ignored
         raise BadParameter(f"store URL {display_url(url)!r}: memory: is in memory only and takes "
                            "no path; for a store on disk use oxigraph:DIR")
     return OxigraphStore(None, url=url)
@@ -121,8 +121,8 @@ def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> 
             "(see `provkg --help`)"
         )
     if factory is _oxigraph and re.match(r"(?i)(https?|sparql|virtuoso|oxigraph)(\+https?)?://", rest):
-        # oxigraph:http://HOST:PORT made a folder "http:/HOST:PORT" here and ingested into it
-        # (black-box testing)
+        # oxigraph:http://HOST:PORT would make a folder "http:/HOST:PORT" here and ingest
+        # into it
         raise BadParameter(f"store URL {display_url(url)!r} names a server, not a folder: for an "
                            "Oxigraph server write oxigraph+http://HOST:PORT (with a + after "
                            "oxigraph); oxigraph:DIR is an embedded store in folder DIR")
@@ -138,8 +138,7 @@ def open_store(url: str, *, existing: bool = False, read_only: bool = False) -> 
 
 def _is_folder(path: str, url: str) -> bool:
     """Whether ``path`` is a folder; a path that cannot be looked at (a parent folder not
-    readable) is a :class:`StoreUnavailable`, not a traceback (found by black-box testing:
-    ``oxigraph:/proc/1/root``)."""
+    readable: ``oxigraph:/proc/1/root``) is a :class:`StoreUnavailable`, not a traceback."""
     try:
         return Path(path).is_dir()
     except OSError as exc:

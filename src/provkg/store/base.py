@@ -42,7 +42,7 @@ def display_url(url: str | None) -> str:
     command output. Passwords in the authority (``user:password@``) and the values of
     secret options (``password=``, ``token=``, ``api_key=``, ...) become ``***``; the rest,
     including malformed URLs, is kept as given. Every message naming a store URL goes
-    through this (found by black-box testing: ``?password=`` was in API error answers).
+    through this, so no ``?password=`` value reaches an API error answer.
 
     >>> display_url("virtuoso+http://127.0.0.1:8890?user=dba&password=dba")
     'virtuoso+http://127.0.0.1:8890?user=dba&password=***'
@@ -480,8 +480,8 @@ _LONG_MESSAGE = 160
 
 def refuse_deep_nesting(query: str) -> None:
     """Refuse a query whose brackets nest deeper than ``MAX_NESTING``: Oxigraph's parser
-    recurses per level, and about 3,000 took the process down (black-box testing: `provkg
-    sparql` ended in a segmentation fault).
+    recurses per level, and about 3,000 levels take the process down (`provkg sparql` ends
+    in a segmentation fault).
 
     Raises:
         QuerySyntaxError: it nests too deep."""
@@ -493,8 +493,8 @@ def refuse_deep_nesting(query: str) -> None:
 
 
 def _near(query: str, line: int, column: int) -> str | None:
-    """Where a query stops parsing, shown as its text around that point (found by black-box
-    testing: Oxigraph's list of expected character ranges told a user nothing).
+    """Where a query stops parsing, shown as its text around that point: Oxigraph's list of
+    expected character ranges tells a user nothing.
 
     >>> _near("SELECT * WHERE { ?s ?p ?o FILTER(", 1, 34)
     'the query does not parse from here: "WHERE { ?s ?p ?o FILTER(" ⟵ (end of the query)'
@@ -510,7 +510,7 @@ def _near(query: str, line: int, column: int) -> str | None:
     start = max(0, column - 1 - 24)
     before = text[start:column - 1]
     if start > 0 and not text[start - 1].isspace() and " " in before.strip():
-        # begin at a word, not inside one (black-box testing: "LECT * WHERE ...")
+        # begin at a word, not inside one ("LECT * WHERE ...")
         before = "…" + before[before.index(" "):]
     before = before.lstrip()
     after = text[column - 1:column - 1 + 24]

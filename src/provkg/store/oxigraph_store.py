@@ -50,18 +50,17 @@ _REOPEN_LOCK = threading.Lock()
 CHUNK = 200_000
 #: below this many triples ``add`` uses a transaction (``Store.load``) instead of
 #: ``bulk_load``: on disk every bulk load writes and ingests new table files, a fixed
-#: cost of 60-90 ms on the 2-core test machine (250 triples: 60 ms bulk vs 5 ms in a
-#: transaction), while a transaction costs more per triple (it reads each key before
-#: writing it): the two break even at about 5,000 triples
+#: cost per call (for 250 triples about ten times a transaction's), while a transaction
+#: costs more per triple (it reads each key before writing it): the two break even at
+#: about 5,000 triples
 BULK_MIN = 5_000
 #: ``compact`` rewrites the store's files when bulk loads since it was opened added at
 #: least this share of the store (or ``COMPACT_TRIPLES``). Each bulk load ingests new table
 #: files that overlap all the others, and every lookup then searches each of them; a short
-#: CLI process exits before RocksDB's background compaction merges them. Measured on this
-#: 2-core machine: 3M triples ingested in 15 chunks, Q5 1.68 -> 0.61 s and Q7 4.6 -> 1.4 s
-#: after a 6.6 s compaction; 10M bulk-loaded from one file, Q5 13 -> 1.6 s, compaction 19 s.
-#: Compaction costs about 2 s per million triples of the whole store, so a small load into
-#: a big store leaves it to RocksDB.
+#: CLI process exits before RocksDB's background compaction merges them, and queries after
+#: a large load run several times slower until the files are compacted. A compaction
+#: rewrites the whole store, so its cost grows with the store, not the load: a small load
+#: into a big store leaves it to RocksDB.
 COMPACT_SHARE = 0.1
 COMPACT_TRIPLES = 1_000_000
 #: below this many bulk-loaded triples there is nothing worth the wait (a small domain KG)
@@ -90,8 +89,8 @@ class OxigraphStore(Store):
             or it cannot be created).
     """
 
-    #: two bulk loads into one store run side by side (pyoxigraph releases the GIL and each
-    #: writes its own table files): 1M triples on disk in 4.6 s instead of 9.9 s on 2 cores
+    #: two bulk loads into one store run side by side: pyoxigraph releases the GIL and each
+    #: writes its own table files
     parallel_adds = 2
     #: triples bulk-loaded since the store was opened or last compacted (see ``compact``)
     _bulk_loaded = 0
@@ -107,9 +106,9 @@ class OxigraphStore(Store):
         if self.directory is not None:
             _check_store_folder(self.directory, self.url)
         if read_only and self.directory is not None and (self.directory / "CURRENT").is_file():
-            # a command that only reads takes no lock: opened read-write it held the store's
-            # lock while it ran, and an ingest or server started meanwhile failed (found by
-            # black-box testing: a dashboard's queries made scheduled ingests fail at random)
+            # a command that only reads takes no lock: opened read-write it would hold the
+            # store's lock while it ran, and an ingest or server started meanwhile would fail
+            # (a dashboard's queries would make scheduled ingests fail at random)
             held = _held_by_another(self.directory)
             try:
                 self._store = ox.Store.read_only(str(directory))
@@ -315,7 +314,7 @@ class OxigraphStore(Store):
 
     def _reader(self) -> Any:
         """The pyoxigraph store for a read: one being opened again after a failed write is
-        waited for (black-box testing: reads in that moment answered 503)."""
+        waited for, so a read in that moment gets no 503."""
         db = self._store
         if db is None and self._reopening:
             with _REOPEN_LOCK:
@@ -335,8 +334,8 @@ class OxigraphStore(Store):
 
     def _reopen(self) -> None:
         """After a failed write (a full disk, an I/O error) RocksDB refuses every later write
-        until the database is opened again, so a retry failed for ever even once space was
-        back (found by black-box testing). Opened again here, before the next write; reads
+        until the database is opened again, so a retry would fail for ever even once space is
+        back. Opened again here, before the next write; reads
         went on with the old handle meanwhile. While it cannot be opened for writing (the disk
         still full), it is opened read-only, so reads go on, and the next write tries again.
 
@@ -438,7 +437,7 @@ def union_default_graph(store: ox.Store, query: str) -> bool:
     """Whether ``query`` must run with the union of all graphs as its default graph: it names
     no dataset and the store has named graphs. Without named graphs the union *is* the
     default graph, and asking Oxigraph for it anyway costs a second index seek per triple
-    pattern (measured: Q5 at full scale 3.45 s with the union, 2.72 s without). Checked per
+    pattern (Q5 at full scale takes about a quarter longer with it). Checked per
     query (one seek), as another process may add a graph at any time."""
     return not has_dataset_clause(query) and next(iter(store.named_graphs()), None) is not None
 

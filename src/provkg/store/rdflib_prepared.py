@@ -4,7 +4,7 @@ Parsing is most of an rdflib query's time (pyparsing: 1.2 s for the 15 kB q7 tex
 evaluation on a small graph takes 0.2 s), and dashboards re-run the same canned queries while a
 training runs. provkg binds parameters as VALUES blocks, so each parameter value makes a new
 text: kept per text, a dashboard cycling through more (query, parameter) pairs than the cache
-held never found one (black-box testing: 3.6 s per poll past 64 pairs, 0.1 s below). So the
+holds would never find one, and every poll would parse its queries again. So the
 prepared query is kept per template -- the text with each VALUES block's rows replaced by
 marker IRIs of the same shape -- and a run puts its own rows (parsed once per block text, a
 few milliseconds) into the template's VALUES nodes just before evaluating it.

@@ -242,7 +242,7 @@ class RdflibStore(Store):
             with _rdflib_call():
                 if whole_dataset:
                     # into a fresh dataset first: rdflib's N-Quads parse into a dataset that
-                    # holds data empties its default graph (found by black-box testing)
+                    # holds data empties its default graph
                     fresh = Dataset()
                     parse(fresh)
                     # default-graph quads go to `graph` when one is given, as Oxigraph's to_graph

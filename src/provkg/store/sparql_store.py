@@ -149,8 +149,8 @@ def open_endpoint(url: str) -> SparqlStore:
     known = {"update", "gsp", "user", "password", "default_graph", "union", "timeout",
              "connect_timeout"}
     own = {k: options.pop(k) for k in list(options) if k in known}
-    # an unknown option of a preset is a typo (black-box testing: ?timout=2 waited 900 s, and
-    # ?pasword=... was sent to the server and shown in clear); a plain sparql+ endpoint passes
+    # an unknown option of a preset is a typo (?timout=2 would wait 900 s, and ?pasword=...
+    # be sent to the server and shown in clear); a plain sparql+ endpoint passes
     # its own parameters on, unless the name is one letter off a known option
     for name in options:
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
@@ -278,7 +278,7 @@ class SparqlStore(Store):
     def update(self, sparql: str) -> None:
         # Virtuoso needs a default graph for updates that name none; declaring it breaks
         # updates that do name one (DELETE WHERE { GRAPH <g> ... } deletes nothing)
-        # (the keywords, not the words in a literal: a spec document saying "with" was one)
+        # (the keywords, not the words in a literal: a spec document saying "with" is none)
         names_graph = re.search(r"\b(GRAPH|WITH)\b", blank_noise(sparql), re.IGNORECASE)
         preamble = (f"define input:default-graph-uri <{self.endpoint.default_graph}> "
                     if self.endpoint.default_graph and not names_graph else "")
@@ -392,7 +392,7 @@ class SparqlStore(Store):
         that the endpoint answers (see :meth:`_check`)."""
         if self._http is None:
             raise StoreUnavailable(f"the store {self.shown_url} is closed")
-        if not update:  # a deep one aborted an Oxigraph server (a regression round)
+        if not update:  # a deep one can abort an Oxigraph server
             refuse_deep_nesting(text)
         if check and not self._checked:
             self._check()
@@ -506,7 +506,7 @@ class SparqlStore(Store):
 
     def _kind_hint(self, body: str) -> str:
         """A hint when a syntax error comes from another kind of server than the store URL
-        names (black-box testing: virtuoso+ on an Oxigraph server blamed the canned query)."""
+        names: virtuoso+ on an Oxigraph server, say, would otherwise blame the canned query."""
         flavour = self.url.partition("+")[0].lower()
         from_virtuoso = "Virtuoso" in body or bool(_VIRTUOSO_ERROR.search(body))
         if (flavour == "virtuoso") != from_virtuoso and flavour in ("virtuoso", "oxigraph"):
@@ -518,8 +518,8 @@ class SparqlStore(Store):
     def _check(self) -> None:
         """Ask the endpoint ``ASK {}`` once, with a short time limit: a server that accepts
         connections but never answers, or that is not a SPARQL endpoint, is reported now
-        rather than after a query's whole time limit (found by black-box testing: such a
-        server made ``provkg query`` and ``provkg serve`` wait forever, silently)."""
+        rather than after a query's whole time limit (``provkg query`` and ``provkg serve``
+        would wait silently all that time)."""
         limit = min(CHECK_TIMEOUT_S, self.endpoint.timeout)
         try:
             self._request("ASK {}", union=False, timeout=limit, check=False)
@@ -940,8 +940,8 @@ _XSD_DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 
 def _virtuoso_term(term: Any) -> dict[str, Any] | None:
     """A term of Virtuoso's Turtle SELECT answer as a typed result term, its doubles typed
-    as doubles again (black-box testing: /v1/sparql answered 0.7 as the decimal
-    0.69999999999999995559, while DATATYPE() in the same row said xsd:double). The cost: a
+    as doubles again (else /v1/sparql answers 0.7 as the decimal 0.69999999999999995559,
+    while DATATYPE() in the same row says xsd:double). The cost: a
     stored decimal of 17 or more significant digits, with a fraction, reads as a double."""
     # how Virtuoso's Turtle writes an xsd:double: a decimal of 17 or more significant digits
     # (0.7 -> 0.69999999999999995559), which no value provkg writes as a decimal is

@@ -45,7 +45,7 @@ _INLINE_BYTES = 256 * 1024
 async def post_events(request: Request) -> dict[str, int]:
     service = request.app.state.service
     # application/json only: a body without a type is what a web page may send to 127.0.0.1
-    # without a CORS preflight (a forged write on a server with no token: black-box testing)
+    # without a CORS preflight (a forged write on a server with no token)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         raise UnsupportedMediaType("send the batch as Content-Type: application/json")

@@ -38,8 +38,8 @@ async def ready(request: Request) -> Any:
     service = request.app.state.service
     problems = []
     # one probe at a time, waited for at most STORE_ANSWER_S: a store that accepts and never
-    # answers held this request for the store's own 900 s (black-box testing), and a monitor
-    # polling it would pile threads up behind the first
+    # answers would hold this request for the store's own 900 s, and a monitor polling it
+    # would pile threads up behind the first
     probe = getattr(request.app.state, "store_probe", None)
     if probe is None or probe.done():
         probe = request.app.state.store_probe = asyncio.ensure_future(
@@ -77,7 +77,7 @@ async def ready(request: Request) -> Any:
             "(reasons in rejected.log); fix and POST them again, then delete the files")
     body = {"status": "ready" if not problems else "not ready", "problems": problems + notices,
             # since this start; found_at_start: on disk, not applied yet, when it started
-            # (without it the counters did not add up after a restart: black-box testing)
+            # (without it the counters would not add up after a restart)
             "queue": {"accepted_events": stats.accepted_events,
                       "found_at_start_events": stats.replayed_events,
                       "applied_events": stats.applied_events,

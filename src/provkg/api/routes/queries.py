@@ -74,7 +74,7 @@ async def run_canned(name: str, request: Request) -> Response:
                             "Accept header allows neither")
     params: dict[str, object] = {}
     for key, value in request.query_params.multi_items():
-        # bad_parameter, as every other parameter problem (black-box testing)
+        # bad_parameter, as every other parameter problem
         if key in params:
             raise BadParameter(f"parameter {key!r} given more than once")
         if len(value) > _MAX_PARAM_CHARS:

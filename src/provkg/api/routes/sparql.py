@@ -59,7 +59,7 @@ def _refuse_updates(pairs: list[tuple[str, str]]) -> None:
 
 def _pick_query(pairs: list[tuple[str, str]]) -> str:
     queries = [v for k, v in pairs if k == "query"]
-    _refuse_updates(pairs)  # the Protocol's update forms: said as such (black-box testing)
+    _refuse_updates(pairs)  # the Protocol's update forms: said as such, not as a missing query
     _refuse_graph_parameters(pairs)
     if len(queries) != 1:
         raise BadRequest("send exactly one 'query' parameter (SPARQL 1.1 Protocol)")
@@ -78,7 +78,7 @@ def _media(request: Request, form: str) -> str:
 
 async def _answer(request: Request, text: str) -> Response:
     service = request.app.state.service
-    text = text.removeprefix("\ufeff")  # a BOM, as `provkg sparql` skips it (black-box testing)
+    text = text.removeprefix("\ufeff")  # a BOM, as `provkg sparql` skips it
     allowed = tuple(service.settings.allowed_service_endpoints)
     if service.sparql.guards_in_worker:
         # the guard's parse takes seconds for a long query: the worker runs it inside the
@@ -105,7 +105,7 @@ async def _answer(request: Request, text: str) -> Response:
                                            "example": _EXAMPLE}]})
 async def sparql_get(request: Request) -> Response:
     # parsed strictly: Starlette's query_params put U+FFFD for bytes that are no UTF-8, and the
-    # query ran with it (black-box testing); a POST refuses such bytes
+    # query would run with it; a POST refuses such bytes
     try:
         pairs = parse_qsl(request.scope.get("query_string", b"").decode("utf-8"),
                           keep_blank_values=True, errors="strict")

@@ -21,8 +21,8 @@ log = logging.getLogger("provkg.api")
 router = APIRouter(tags=["specs"])
 
 # not text/plain, and not a body without a type: a web page may send those to 127.0.0.1
-# without asking first (no CORS preflight), which let any site replace a spec on a server
-# with no token (found by black-box testing)
+# without asking first (no CORS preflight), which would let any site replace a spec on a
+# server with no token
 _SPEC_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml",
                "application/json")
 #: a spec at the 100,000-value limit is about 2 MB of indented JSON: the CLI takes it, so
@@ -68,10 +68,10 @@ async def post_spec(request: Request) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise BadRequest("the spec is not UTF-8 text") from None
     if media == "application/json":  # JSON as the CLI reads a .json spec: strictly (YAML,
-        # a trailing comma or a byte-order mark passed here as JSON: black-box testing)
+        # a trailing comma or a byte-order mark is no JSON body)
         try:
             json.loads(text)
-        except RecursionError:  # found by black-box testing: a 500
+        except RecursionError:  # a 400, not a 500
             raise BadRequest("the body nests too deeply to be a spec") from None
         except ValueError as exc:
             reason = ("a number has more than 4,300 digits" if has_overlong_number(text)
@@ -79,10 +79,10 @@ async def post_spec(request: Request) -> dict[str, Any]:
             raise BadRequest(f"the body is not valid JSON ({reason}); send YAML as "
                              "application/yaml") from None
     def register() -> Any:
-        with service.spec_lock:  # two posts at once: one after the other (black-box testing)
+        with service.spec_lock:  # two posts at once: one after the other
             # saved first, so the queue worker maps new events with it before the store
             # re-types what came earlier; taken back if the store refuses the spec's triples
-            # (a 503 must leave no half-registered spec: found by black-box testing)
+            # (a 503 must leave no half-registered spec)
             spec, previous = service.specs.replace(text)  # validated first: a bad spec is a 400
             try:
                 waiting = service.store_wait
@@ -102,7 +102,7 @@ async def post_spec(request: Request) -> dict[str, Any]:
     changes = spec_changes(previous[1], spec) if previous is not None else None
     if changes is not None:
         # said, since stored runs are re-typed: a renamed attribute leaves the old name's
-        # values plain in every earlier run (black-box testing: the CLI said so, REST did not)
+        # values plain in every earlier run (as the CLI says too)
         answer["replaced"] = bool(changes)
         answer["changes"] = changes
         if changes:
