@@ -14,6 +14,11 @@ document only (:func:`strip_bom`). The validator refuses non-finite numbers from
 Python objects too, and times outside ``0 .. MAX_TIME`` (``xsd:dateTime`` stops at
 the end of year 9999), which the store could not keep.
 
+The format's name, its limits (``MAX_ID``, ``MAX_NAME``, ``MAX_URI``, ``MAX_INT_DIGITS``,
+``MAX_VALUE_DEPTH``, ``MAX_VALUE_BYTES``, ``MAX_TIME``) and the JSON rule live in
+:mod:`provkg.wire`, shared with the capture library (which must not import pydantic); the
+models here enforce them, and they are importable from here too.
+
 Integers beyond 64 bits are valid events and stay exact on every path (the server's
 queue worker decodes with :func:`load_json` too).
 """
@@ -26,7 +31,6 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
-import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -43,6 +47,22 @@ from pydantic import (
 from provkg.errors import BadEvent
 from provkg.problems import describe
 from provkg.term import is_valid_iri, json_size, location_form
+from provkg.wire import (
+    FORMAT,
+    MAX_ID,
+    MAX_INT_DIGITS,
+    MAX_NAME,
+    MAX_TIME,
+    MAX_URI,
+    MAX_VALUE_BYTES,
+    MAX_VALUE_DEPTH,
+    NON_FINITE_REFUSED,
+    URI_PATTERN,
+    MalformedJson,
+    RefusedNumbers,
+    loads,
+    strip_bom,
+)
 
 __all__ = [
     "FORMAT", "MAX_VALUE_DEPTH", "MAX_TIME", "NotJson", "Value",
@@ -51,21 +71,6 @@ __all__ = [
     "default_value_id", "value_id",
 ]
 
-FORMAT = "provkg.events/1"
-#: nesting depth allowed inside a value's list (deeper input is refused)
-MAX_VALUE_DEPTH = 8
-#: times must be below this: 10000-01-01T00:00:00Z, past the last instant xsd:dateTime writes
-MAX_TIME = 253402300800
-#: the largest value (a string, or a list as compact JSON) in UTF-8 bytes: Oxigraph holds one
-#: RDF term of at most 16 MiB, and a value is one literal; the capture library leaves out a
-#: larger one (provkg.capture.values.MAX_VALUE_BYTES, the same number)
-MAX_VALUE_BYTES = 4 * 1024 * 1024
-
-_NON_FINITE = ("is not JSON (Python's json.dumps writes it unless allow_nan=False): send a "
-               'non-finite number as the string "NaN", "Infinity" or "-Infinity", or as null')
-_OVERFLOW = ("a number too large for a double (beyond about 1.8e308) is refused: send it as a "
-             "string, or as null")
-_HUGE_INT = "an integer with more than 4000 digits is refused: send it as a string"
 _SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
 
 
@@ -80,7 +85,7 @@ _VALUE_SCHEMA: dict[str, Any] = {
     "description": ("A JSON scalar, a list of scalars and lists (nested at most "
                     f"{MAX_VALUE_DEPTH} deep; no objects), or null. Numbers are finite (send "
                     'NaN / Infinity as the strings "NaN" / "Infinity" / "-Infinity"); '
-                    "integers are kept exact, however large (up to 4000 digits)."),
+                    f"integers are kept exact, however large (up to {MAX_INT_DIGITS} digits)."),
 }
 _ENV_SCHEMA: dict[str, Any] = {
     "anyOf": [{"type": "object", "additionalProperties": {"anyOf": [
@@ -92,7 +97,7 @@ _ENV_SCHEMA: dict[str, Any] = {
 }
 _TIME_SCHEMA: dict[str, Any] = {
     "type": "number", "minimum": 0, "exclusiveMaximum": MAX_TIME,
-    "description": "seconds since the epoch (UTC), fractions allowed; below 253402300800 (the "
+    "description": f"seconds since the epoch (UTC), fractions allowed; below {MAX_TIME} (the "
                    "end of year 9999): milliseconds (JavaScript's Date.now()) are refused",
 }
 _INDEX_SCHEMA: dict[str, Any] = {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
@@ -103,7 +108,7 @@ def _scalar_problem(v: Any) -> str | None:
     if v is None or isinstance(v, (bool, int, str)):
         return None
     if isinstance(v, float):
-        return None if math.isfinite(v) else "NaN / Infinity " + _NON_FINITE
+        return None if math.isfinite(v) else "NaN / Infinity " + NON_FINITE_REFUSED
     return "must be a JSON scalar (string, number, boolean) or null"
 
 
@@ -212,7 +217,7 @@ def _check_time(t: Any) -> Any:
         raise ValueError("must be a number: seconds since the epoch (UTC)")  # noqa: TRY004
     if isinstance(t, float) and not math.isfinite(t):
         raise ValueError("must be a finite number of seconds since the epoch (UTC): NaN / "
-                         "Infinity " + _NON_FINITE)
+                         "Infinity " + NON_FINITE_REFUSED)
     if t < 0:
         raise ValueError("must be seconds since the epoch (UTC), 0 or more")
     if t >= MAX_TIME:
@@ -221,9 +226,9 @@ def _check_time(t: Any) -> Any:
     return t
 
 
-Id = Annotated[StrictStr, Field(min_length=1, max_length=1024)]
-Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
-Uri = Annotated[StrictStr, Field(min_length=1, max_length=4096, pattern=r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*$")]
+Id = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID)]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME)]
+Uri = Annotated[StrictStr, Field(min_length=1, max_length=MAX_URI, pattern=URI_PATTERN)]
 Seconds = Annotated[Any, AfterValidator(_check_time), WithJsonSchema(_TIME_SCHEMA)]
 JsonValue = Annotated[Any, AfterValidator(_check_value), WithJsonSchema(_VALUE_SCHEMA)]
 Index = Annotated[Any, AfterValidator(_check_int), WithJsonSchema(_INDEX_SCHEMA)]
@@ -319,7 +324,7 @@ Event = Annotated[Union[WorkflowEvent, TaskEvent], Field(discriminator="type")]
 class Batch(_Model):
     """The envelope every transport carries."""
 
-    format: Literal["provkg.events/1"]
+    format: Literal[FORMAT]
     events: list[Event]
 
 
@@ -434,58 +439,13 @@ class NotJson(BadEvent):
         self.column = column
 
 
-_UTF8_BOM = b"\xef\xbb\xbf"
-#: a run of 19 digits may be an integer orjson would turn into a double (or a long string of
-#: digits): such text takes the exact, slower parse
-_LONG_DIGITS_S = re.compile(r"\d{19}")
-#: every ASCII digit -> "0", every other byte -> " ": 19 digits in a row (an integer that may
-#: not fit 64 bits) become a substring search, ~13x faster than a regex over a request body
-_DIGITS_ONLY = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
-_NINETEEN = b"0" * 19
-
-
-def _has_long_digits(data: bytes | bytearray | str) -> bool:
-    if isinstance(data, str):
-        return _LONG_DIGITS_S.search(data) is not None
-    return _NINETEEN in data.translate(_DIGITS_ONLY)
-
-
-def load_json_line(line: bytes, where: Callable[[], str]) -> Any:
-    """:func:`load_json` of one line of an event file, ``where`` built only for an error
-    message: a file has millions of lines, and formatting each one's place cost more than
-    parsing it."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return load_json(line, where=where())  # raises NotJson or BadEvent, as load_json does
-    if _has_long_digits(line):  # a long integer: orjson made it a double
-        return load_json(line, where=where())
-    return obj
-
-
-def strip_bom(data: bytes | str) -> bytes | str:
-    """``data`` without a UTF-8 byte order mark at its very start (Windows tools write one)."""
-    if isinstance(data, bytes):
-        return data.removeprefix(_UTF8_BOM)
-    return data.removeprefix("\ufeff")
-
-
-class _Unreadable:
-    """Where the exact parse met a number no event may carry (NaN, an overflowing float...)."""
-
-    __slots__ = ("problem",)
-
-    def __init__(self, problem: str):
-        self.problem = problem
-
-
 def load_json(data: bytes | str, *, where: str = "") -> Any:
-    """Decode JSON text of events by the rule every transport shares.
+    """Decode JSON text of events by the rule every transport shares (:func:`provkg.wire.loads`).
 
     Strict JSON as the queue worker's parser (orjson) reads it: ``NaN``, ``Infinity``,
     ``-Infinity``, a number overflowing a double or a lone surrogate are refused, so nothing
-    accepted can fail later. Integers are exact, beyond 64 bits too. A BOM is *not* skipped
-    here: call :func:`strip_bom` at the start of a document.
+    accepted can fail later. Integers are exact, beyond 64 bits too (up to ``MAX_INT_DIGITS``
+    digits). A BOM is *not* skipped here: call :func:`strip_bom` at the start of a document.
 
     Raises:
         BadEvent: the path of each non-finite number and how to send it instead
@@ -493,81 +453,26 @@ def load_json(data: bytes | str, *, where: str = "") -> Any:
         NotJson: malformed text (orjson's reason, with line and column).
     """
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        refused = True  # malformed, or what orjson cannot hold: a long integer, a lone surrogate
-    else:
-        if not _has_long_digits(data):  # orjson would have made a long integer a double
-            return obj
-        refused = False
-    # the slow path: the standard parser keeps integers exact and says where a NaN is
-    found: list[int] = []
+        return loads(data)
+    except (MalformedJson, RefusedNumbers) as exc:
+        raise _not_loaded(exc, where) from None
 
-    def unreadable(problem: str) -> _Unreadable:
-        found.append(1)
-        return _Unreadable(problem)
 
-    def number(text: str) -> Any:
-        x = float(text)
-        return x if math.isfinite(x) else unreadable(_OVERFLOW)
-
-    def integer(text: str) -> Any:
-        return int(text) if len(text) - text.startswith("-") <= 4000 else unreadable(_HUGE_INT)
-
-    def constant(text: str) -> Any:
-        return unreadable(f"{text} {_NON_FINITE}")
-
+def load_json_line(line: bytes, where: Callable[[], str]) -> Any:
+    """:func:`load_json` of one line of an event file, ``where`` built only for an error
+    message: a file has millions of lines, and formatting each one's place cost more than
+    parsing it."""
     try:
-        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    except UnicodeDecodeError as exc:
-        reason = (f"not UTF-8 text (byte {exc.start}): events are JSON in UTF-8; a UTF-16 file, "
-                  "or a compressed body sent without its Content-Encoding?")
-        raise NotJson(f"{where}{reason}", reason) from None
-    try:
-        exact = json.loads(text, parse_float=number, parse_int=integer, parse_constant=constant)
-    except json.JSONDecodeError as exc:
-        reason = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        raise NotJson(f"{where}not JSON ({reason})", reason, line=exc.lineno,
-                      column=exc.colno) from None
-    except RecursionError:
-        reason = "nested too deeply"
-        raise NotJson(f"{where}not JSON ({reason})", reason) from None
-    if found:
-        raise _number_problems(_bad_numbers(exact), where)
-    if refused:
-        # json read what orjson refused: a lone surrogate (refused: no UTF-8 for it) or an
-        # integer of 309 to 4000 digits, which orjson reads as an overflowing double (exact here)
-        if _has_lone_surrogate(exact):
-            reason = "a string holds an escaped lone surrogate (\\ud800-\\udfff)"
-            raise NotJson(f"{where}not JSON ({reason})", reason)
-        if _LONG_INTEGER.search(text) is None:  # no other difference is known: refuse, to be safe
-            reason = "a value the events' parser cannot read"
-            raise NotJson(f"{where}not JSON ({reason})", reason)
-    return exact
+        return loads(line)
+    except (MalformedJson, RefusedNumbers) as exc:
+        raise _not_loaded(exc, where()) from None
 
 
-#: an integer past a double's range (309 digits or more): what orjson refuses and json reads
-_LONG_INTEGER = re.compile(r"\d{309}")
-
-
-def _has_lone_surrogate(obj: Any) -> bool:
-    """Does a decoded document hold a string (or key) with a lone surrogate, which orjson
-    refuses and json lets through?"""
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, str):
-            if _SURROGATE.search(x):
-                return True
-        elif isinstance(x, dict):
-            stack.extend(x.keys())
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return False
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
+def _not_loaded(exc: MalformedJson | RefusedNumbers, where: str) -> BadEvent:
+    """The BadEvent (a NotJson for malformed text) for what :func:`provkg.wire.loads` refused."""
+    if isinstance(exc, MalformedJson):
+        return NotJson(f"{where}{exc.message}", exc.reason, line=exc.line, column=exc.column)
+    return _number_problems(exc.found, where)
 
 
 #: fields that take numbers only, with the form to say instead of "send it as a string"
@@ -587,26 +492,11 @@ def _number_problems(found: list[tuple[str, str]], where: str) -> BadEvent:
         head, _, field = path.rpartition(".")
         form = _NUMBER_FIELDS.get(field) if _EVENT_PATH.fullmatch(head) else None
         if form is not None:  # the reason without the advice that fits a value's `value`
+            # (provkg.wire's reasons put their advice after these words)
             problem = problem.split(" (Python's")[0].split(" is refused")[0] + f"; {form}"
         problems.append(f"{where}{path}: {problem}")
     more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
     return BadEvent("; ".join(problems[:20]) + more)
-
-
-def _bad_numbers(obj: Any) -> list[tuple[str, str]]:
-    """``(path, problem)`` of each :class:`_Unreadable` in a decoded document, in order."""
-    out: list[tuple[str, str]] = []
-    stack: list[tuple[str, Any]] = [("", obj)]
-    while stack:
-        path, x = stack.pop()
-        if isinstance(x, _Unreadable):
-            out.append((path or "(root)", x.problem))
-        elif isinstance(x, dict):
-            stack.extend((f"{path}.{k[:64]}" if path else k[:64], v)
-                         for k, v in reversed(list(x.items())))
-        elif isinstance(x, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(x))))
-    return out
 
 
 def parse_batch(data: bytes | str | dict[str, Any]) -> Batch:

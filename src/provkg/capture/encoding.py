@@ -16,7 +16,6 @@ JSON value (tests/test_capture_encoding.py checks it property by property).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -24,13 +23,12 @@ from orjson import Fragment
 
 from provkg.capture.report import report_once
 from provkg.capture.values import MAX_STRING, expand_values, fit_wire_values, valid_names
+from provkg.wire import FORMAT, has_long_digits
 
 __all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "loads_exact",
            "values_json"]
 
-#: the batch envelope's format tag (equal to provkg.events.FORMAT; kept literal so that the
-#: capture library does not import pydantic)
-FORMAT = "provkg.events/1"
+# FORMAT (the batch envelope's format tag) is provkg.wire's, re-exported here
 _HEAD = b'{"format":"' + FORMAT.encode() + b'","events":['
 _TAIL = b"]}"
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
@@ -188,18 +186,15 @@ def _valid_text(value: Any) -> Any:
     return value
 
 
-#: 19 digits in a row: maybe an integer beyond 64 bits, which orjson would read as a double
-_LONG_DIGITS = re.compile(rb"\d{19}")
-
-
 def loads_exact(line: bytes) -> Any:
     """An encoded event back as a dict, integers beyond 64 bits kept exact (orjson would make
-    them doubles).
+    them doubles). Lenient, unlike :func:`provkg.wire.loads`: a line this library wrote is
+    read back as it is (the server judges it when it is sent).
 
     Raises:
         ValueError: the line is not JSON.
     """
-    if _LONG_DIGITS.search(line) is None:
+    if not has_long_digits(line):  # 19 digits in a row: maybe an integer beyond 64 bits
         return orjson.loads(line)
     return json.loads(line)
 

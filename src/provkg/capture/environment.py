@@ -14,6 +14,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from provkg.wire import MAX_NAME
+
 __all__ = ["capture_environment", "process_environment", "default_agent", "PACKAGES"]
 
 #: module name -> distribution name, for the packages whose versions matter to ML provenance
@@ -89,4 +91,4 @@ def default_agent() -> str | None:
             agent = getpass.getuser()
         except Exception:
             return None
-    return agent[:256] or None
+    return agent[:MAX_NAME] or None

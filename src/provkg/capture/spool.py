@@ -43,6 +43,7 @@ try:
 except ImportError:  # not POSIX: no locks (a replay must not run beside a live run there)
     fcntl = None  # type: ignore[assignment]
 
+from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
 
 __all__ = ["Spool", "claim_segment", "spool_segments", "read_segment", "read_segment_lines",
@@ -73,8 +74,8 @@ def read_segment(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            events.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
+            events.append(loads_exact(line))  # integers beyond 64 bits stay exact
+        except ValueError:
             report_once(("torn", str(path), n), f"spool {path}: line {n} is not JSON (torn write?); skipped")
     return events
 

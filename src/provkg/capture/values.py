@@ -7,9 +7,10 @@ mapping into wire-format value dicts (``expand_values``). A value that cannot be
 refused: logged once per cause and left out, never raised into user code.
 
 Every event stays within the server's limits (``MAX_NAME``, ``MAX_ID``, ``MAX_URI``,
-``MAX_INT_DIGITS``, ``MAX_DEPTH``), one value at a time: the server refuses a whole batch for
-one bad field, so a value or id it would refuse is converted (an integer of more than 4000
-digits becomes its decimal text) or left out here, with a warning, and its event goes on.
+``MAX_INT_DIGITS``, ``MAX_DEPTH``, ``MAX_VALUE_BYTES``: the wire format's, from
+:mod:`provkg.wire`), one value at a time: the server refuses a whole batch for one bad field, so
+a value or id it would refuse is converted (an integer of more than ``MAX_INT_DIGITS`` digits
+becomes its decimal text) or left out here, with a warning, and its event goes on.
 """
 
 from __future__ import annotations
@@ -29,39 +30,30 @@ from urllib.parse import quote
 
 from provkg.capture.report import report_once
 from provkg.term import is_valid_iri, json_size, location_form, path_location
+from provkg.wire import MAX_ID, MAX_INT_DIGITS, MAX_NAME, MAX_URI, MAX_VALUE_BYTES, URI_PATTERN
+from provkg.wire import MAX_VALUE_DEPTH as MAX_DEPTH
 
 __all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
            "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI",
            "MAX_INT_DIGITS", "MAX_VALUE_BYTES"]
 
+# MAX_NAME, MAX_ID, MAX_URI, MAX_INT_DIGITS, MAX_DEPTH (wire.MAX_VALUE_DEPTH), MAX_VALUE_BYTES:
+# the wire format's limits (provkg.wire, shared with the server's validator), re-exported here.
+# The two below are this library's own, stricter than the wire format: the server does not
+# enforce them.
 #: the most scalars a list value may hold; bigger data belongs in a store, captured with ``ref``
 MAX_ITEMS = 10_000
-# The server's limits (provkg.events; not imported here: it would load pydantic into every
-# process that captures). tests/test_capture_limits.py checks each one against the server's
-# validator at its boundary, so the two cannot drift apart.
-#: how deep lists may nest (provkg.events.MAX_VALUE_DEPTH)
-MAX_DEPTH = 8
-#: longest attribute, workflow, transformation and agent name (provkg.events ``Name``)
-MAX_NAME = 256
-#: longest id: of an execution, a parent, a dependency, a value, a derived_from entry (``Id``)
-MAX_ID = 1024
-#: longest location or domain URI (provkg.events ``Uri``)
-MAX_URI = 4096
 #: longest string value: a batch carrying a longer one may pass the server's request limit
-#: (16 MiB by default), and then the whole event is refused, not the one value
+#: (16 MiB by default), and then the whole event is refused, not the one value. At most 4
+#: UTF-8 bytes a character, so a string kept is within MAX_VALUE_BYTES too.
 MAX_STRING = 1_000_000
-#: the largest list value in UTF-8 bytes of compact JSON (provkg.events.MAX_VALUE_BYTES): a
-#: larger one is left out, not sent for the server to refuse
-MAX_VALUE_BYTES = 4 * 1024 * 1024
-#: most digits of an integer value or index (provkg.events.load_json refuses longer ones)
-MAX_INT_DIGITS = 4000
 #: integers ``-_INT_BOUND < n < _INT_BOUND`` have at most MAX_INT_DIGITS digits
 _INT_BOUND = 10 ** MAX_INT_DIGITS
 #: a longer integer value is captured as its decimal text, up to this many digits (the
 #: conversion costs time quadratic in the length); beyond, the value is left out
 _MAX_INT_TEXT_DIGITS = 50_000
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s<>\"{}|^`\\]*$")
+_URI = re.compile(URI_PATTERN)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -235,7 +227,7 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
     if isinstance(uri, PurePath):
         uri = str(uri)
     if isinstance(uri, str) and 0 < len(uri) <= MAX_URI and "\0" not in uri:
-        if _URI.match(uri) and not (paths and _WINDOWS_PATH.match(uri)):
+        if _URI.fullmatch(uri) and not (paths and _WINDOWS_PATH.match(uri)):
             if not iri:
                 return location_form(uri)  # one spelling per location (accents escaped too)
             if is_valid_iri(uri):
@@ -253,7 +245,7 @@ def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = Fal
                 fixed = _STRAY_PERCENT.sub("%25", fixed)
         except ValueError:
             fixed = ""
-        if len(fixed) <= MAX_URI and _URI.match(fixed) and (not iri or is_valid_iri(fixed)):
+        if len(fixed) <= MAX_URI and _URI.fullmatch(fixed) and (not iri or is_valid_iri(fixed)):
             return fixed
     why = f"longer than {MAX_URI} characters" if isinstance(uri, str) and len(uri) > MAX_URI \
         else "not a URI (expected text such as file:///data/x.h5, or a path)"
@@ -537,7 +529,7 @@ def _ref_item(name: str, value: Ref) -> dict[str, Any]:
     item: dict[str, Any] = {"name": name}
     location = value.location
     if location is not None:
-        if type(location) is str and len(location) <= MAX_URI and _URI.match(location):
+        if type(location) is str and len(location) <= MAX_URI and _URI.fullmatch(location):
             item["location"] = location
         else:
             report_once(("ref-location", name), f"value {name!r}: the ref's location is not a "
@@ -546,7 +538,7 @@ def _ref_item(name: str, value: Ref) -> dict[str, Any]:
         item["id"] = value.id
     domain = value.domain
     if domain is not None:
-        if type(domain) is str and len(domain) <= MAX_URI and _URI.match(domain) and \
+        if type(domain) is str and len(domain) <= MAX_URI and _URI.fullmatch(domain) and \
                 is_valid_iri(domain):
             item["domain"] = domain
         else:

@@ -62,7 +62,7 @@ from provkg.capture.sink import Sink, UnavailableSink, open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
 from provkg.capture import values as _values
 from provkg.capture.values import _INT_BOUND as _INDEX_BOUND
-from provkg.capture.values import _PLAIN, MAX_ID, fit_id, fit_index, report_unsent_domains, snapshot_values
+from provkg.capture.values import _PLAIN, MAX_ID, MAX_NAME, fit_id, fit_index, report_unsent_domains, snapshot_values
 
 __all__ = ["workflow", "Workflow", "Task", "current_workflow", "current_task",
            "sole_active_workflow", "active_workflows"]
@@ -167,9 +167,9 @@ class Workflow:
         if run_id is not None and self.id != run_id:
             report_once(("run_id", type(run_id)), "workflow run_id must be a non-empty string of at "
                         "most 900 characters; a random id is used instead")
-        if agent is not None and not (isinstance(agent, str) and 0 < len(agent) <= 256):
+        if agent is not None and not (isinstance(agent, str) and 0 < len(agent) <= MAX_NAME):
             report_once(("agent", type(agent)), "workflow agent must be a non-empty string of at "
-                        "most 256 characters; the default agent is recorded instead")
+                        f"most {MAX_NAME} characters; the default agent is recorded instead")
             agent = None
         self.agent = agent if agent else default_agent()
         self.status: str | None = None
@@ -532,7 +532,7 @@ class Task:
             event: dict[str, Any] = {"type": "task", "event": "begin", "id": self.id,
                                      "time": _now(), "workflow_id": wf.id,
                                      "transformation": self.transformation}
-            if type(self.transformation) is not str or not 0 < len(self.transformation) <= 256:
+            if type(self.transformation) is not str or not 0 < len(self.transformation) <= MAX_NAME:
                 event["transformation"] = self.transformation = _name(self.transformation,
                                                                       "transformation")
             # keep ids, not Task objects: a chain of dependencies must not keep every task alive;
@@ -752,16 +752,17 @@ def _status_message(status: object, message: object) -> str | None:
 
 
 def _name(value: object, what: str) -> str:
-    """A name the wire format takes (a non-empty string of at most 256 characters): ``value``,
-    else its text cut to 256 characters, else ``"unnamed"`` (logged). Never raises."""
-    if isinstance(value, str) and 0 < len(value) <= 256:
+    """A name the wire format takes (a non-empty string of at most ``MAX_NAME`` characters):
+    ``value``, else its text cut to ``MAX_NAME`` characters, else ``"unnamed"`` (logged).
+    Never raises."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_NAME:
         return value
     try:
-        text = str(value)[:256] if value is not None else ""
+        text = str(value)[:MAX_NAME] if value is not None else ""
     except Exception:  # an object whose __str__ raises
         text = ""
     text = text or "unnamed"
-    report_once(("name", what), f"{what} must be a non-empty string of at most 256 characters; "
+    report_once(("name", what), f"{what} must be a non-empty string of at most {MAX_NAME} characters; "
                 f"using {text[:80]!r}")
     return text
 
