@@ -3,7 +3,7 @@ by side in one run, on the default store (embedded Oxigraph on disk).
 
 Generates the schema benchmark's synthetic events (``provkg bench schemas``) at ``--scale``
 twice, once with the paper's spec (every batch as triples) and once with the batch sections
-marked ``granularity: summary`` (docs/graph.md), maps both typed, bulk-loads each into its
+marked ``granularity: summary`` (docs/reference/graph.md), maps both typed, bulk-loads each into its
 own on-disk store and times the three queries that aggregate batches: one cold run, then at
 least ``--runs`` warm runs each. The answers must agree (floats within 1e-9 relative): the
 benchmark exits non-zero if they do not. Run::

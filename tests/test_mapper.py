@@ -1,4 +1,4 @@
-"""The mapper: classes, tags, literals, identity, unknown names and order (docs/graph.md)."""
+"""The mapper: classes, tags, literals, identity, unknown names and order (docs/reference/graph.md)."""
 
 from __future__ import annotations
 

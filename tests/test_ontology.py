@@ -410,7 +410,7 @@ def _words(text: str) -> str:
 
 # ---------------------------------------------------------------- OWL reasoning
 
-# A small lifecycle in the shape docs/graph.md specifies (typed schema, tagged
+# A small lifecycle in the shape docs/reference/graph.md specifies (typed schema, tagged
 # schema, domain KG, adaptation, link assertion), plus probe classes whose
 # satisfiability the reasoner decides.
 BASE = vocab.DEFAULT_BASE

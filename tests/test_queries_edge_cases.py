@@ -687,7 +687,7 @@ def test_hyperparameter_pairs_write_a_double_as_a_double(embedded_store):
 @pytest.mark.parametrize("schema", ["typed", "tagged"])
 def test_d8_ranks_tied_trainings_both_best_and_worst(embedded_store, schema):
     # Virtuoso 7.2 answers only the "worst" rows here, whatever the form (VALUES, a UNION of
-    # whole branches, BIND or VALUES per branch): docs/stores.md lists it; the embedded
+    # whole branches, BIND or VALUES per branch): docs/reference/stores.md lists it; the embedded
     # stores are checked (found by black-box testing)
     store = embedded_store
     spec = parse_spec(SPEC)
