@@ -94,7 +94,7 @@ def test_spec_validate_without_a_store_reads_none(tmp_path: Path, capsys, monkey
 def test_spec_messages_never_show_the_store_password(monkeypatch, capsys) -> None:
     """Found by black-box testing: `spec list` / `spec show` printed a remote store's URL with
     its password, where every other message writes ***."""
-    from provkg.service import specs as spec_commands
+    from provkg.cli import specs as spec_commands
     from provkg.store.rdflib_store import RdflibStore
 
     url = "virtuoso+http://127.0.0.1:8890?user=dba&password=s3cret"

@@ -136,6 +136,7 @@ def test_a_bad_file_among_several_is_named_and_the_others_are_loaded(tmp_path: P
 
 def test_load_shows_progress_for_large_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from provkg.cli.output import progress_bar
     from provkg.service import loading
 
     monkeypatch.setattr(loading, "PROGRESS_MIN_BYTES", 100)
@@ -143,7 +144,7 @@ def test_load_shows_progress_for_large_files(tmp_path: Path, monkeypatch: pytest
     data.write_text("".join(f"<http://example.org/s{i}> <http://example.org/p> \"{i}\" .\n"
                             for i in range(2000)))
     with open_store("memory:") as store:
-        report = loading.load_files(store, [data], progress=True)
+        report = loading.load_files(store, [data], progress=progress_bar)
     assert report.triples == 2000
     assert "big.nt" in capsys.readouterr().err  # the bar's label
 

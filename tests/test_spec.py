@@ -158,7 +158,7 @@ def test_cli_validate_prints_every_problem_and_exits_1(tmp_path: Path, capsys: p
 
 
 def test_cmd_validate_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from provkg.spec import cmd_validate
+    from provkg.cli.specs import cmd_validate
 
     assert cmd_validate(argparse.Namespace(files=[str(tmp_path / "x.yaml")])) == 1
     assert "does not exist" in capsys.readouterr().err

@@ -16,11 +16,10 @@ This module does no RDF: the mapper turns a :class:`Spec` into prospective tripl
 
 from __future__ import annotations
 
-import argparse
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 import json
 import re
-import sys
 from pathlib import Path, PureWindowsPath
 from typing import Annotated, Any, Literal
 
@@ -54,7 +53,7 @@ __all__ = [
     "DataStore",
     "Spec",
     "Transformation",
-    "cmd_validate",
+    "ValidatedFiles",
     "expand_curie",
     "load_spec",
     "parse_spec",
@@ -880,10 +879,23 @@ def _transformation_changes(old: Transformation, new: Transformation) -> str:
     return "; ".join(out) or "description"
 
 
-def validate_files(files: list[str]) -> tuple[list[tuple[str, Spec]], bool]:
-    """Load each spec file, printing every problem as ``error: ...`` on stderr: (the files
-    that are valid with their specs, whether any was not)."""
-    valid, failed = [], False
+@dataclass
+class ValidatedFiles:
+    """What :func:`validate_files` found."""
+
+    #: the files that are valid, with their specs, in the order given
+    valid: list[tuple[str, Spec]] = field(default_factory=list)
+    #: (``"note"`` or ``"error"``, text) in the order of the files: each problem of each file,
+    #: and a note for two files that are specs of one workflow
+    messages: list[tuple[str, str]] = field(default_factory=list)
+    #: whether any file was not valid
+    failed: bool = False
+
+
+def validate_files(files: list[str]) -> ValidatedFiles:
+    """Load each spec file; every problem is kept (one message per line, ``FILE:LINE:
+    field: message``), not raised."""
+    out = ValidatedFiles()
     seen: dict[str, str] = {}
     for f in files:
         try:
@@ -892,18 +904,18 @@ def validate_files(files: list[str]) -> tuple[list[tuple[str, Spec]], bool]:
                 # said, not refused (two versions may be compared with --store), since `provkg
                 # ingest --spec a --spec b` refuses them: a folder check that says ok must not
                 # be followed by a load that fails
-                print(f"note: {f} and {seen[spec.workflow]} are both specs of workflow "
-                      f"{spec.workflow!r}: an ingest takes one spec per workflow", file=sys.stderr)
+                said = (f"{f} and {seen[spec.workflow]} are both specs of workflow "
+                        f"{spec.workflow!r}: an ingest takes one spec per workflow")
+                out.messages.append(("note", said))
             seen.setdefault(spec.workflow, f)
-            valid.append((f, spec))
+            out.valid.append((f, spec))
         except BadSpec as exc:
-            failed = True
-            for line in getattr(exc, "problems", [str(exc)]):
-                print(f"error: {line}", file=sys.stderr)
+            out.failed = True
+            out.messages += [("error", line) for line in getattr(exc, "problems", [str(exc)])]
         except NotFound as exc:
-            failed = True
-            print(f"error: {exc}", file=sys.stderr)
-    return valid, failed
+            out.failed = True
+            out.messages.append(("error", str(exc)))
+    return out
 
 
 def ok_line(path: str, spec: Spec) -> str:
@@ -911,11 +923,3 @@ def ok_line(path: str, spec: Spec) -> str:
     n = len(spec.transformations)
     return (f"{path}: ok (workflow {spec.workflow!r}, phase {spec.phase}, "
             f"{n} transformation{'' if n == 1 else 's'})")
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    """``provkg spec validate FILE...``: print every problem of every file; exit 1 if any."""
-    valid, failed = validate_files(args.files)
-    for f, spec in valid:
-        print(ok_line(f, spec))
-    return 1 if failed else 0

@@ -1,4 +1,4 @@
-"""``provkg replay SPOOL_DIR --to URL``: re-send spooled events, oldest first.
+"""Re-send spooled events, oldest first (``provkg replay SPOOL_DIR --to URL``).
 
 Each segment is deleted once every event of it was delivered; a failure stops the replay with the
 undelivered rest still on disk, so running it again is safe (receivers accept duplicates).
@@ -14,8 +14,6 @@ beyond 64 bits stay exact).
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,9 @@ from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
 from provkg.capture.sink import SinkRejected, open_sink, send_in_halves
 from provkg.capture.spool import SEGMENT_NAME, claim_segment, spool_segments
-from provkg.errors import BadParameter, NotFound, StoreUnavailable
+from provkg.errors import NotFound, StoreUnavailable
 
-__all__ = ["replay", "ReplayReport", "cmd_replay"]
+__all__ = ["ReplayReport", "rejected_folder", "replay"]
 
 _REJECTED = "rejected"
 
@@ -54,11 +52,12 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
     Raises:
         NotFound: ``spool`` does not exist.
         StoreUnavailable: the receiver did not take a batch (the rest stays spooled).
+        ValueError: ``to`` is no sink URL.
     """
     root = Path(spool)
     if not root.exists():
         raise NotFound(f"spool {root} does not exist")
-    rejected_folder = _rejected_folder(root)
+    rejected_to = rejected_folder(root)
     sink = open_sink(to)
     send_lines = getattr(sink, "send_lines", None)
     report = ReplayReport()
@@ -70,7 +69,7 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
                 report.skipped += segment.exists()
                 continue
             try:
-                _replay_segment(segment, held, sink, send_lines, rejected_folder, report,
+                _replay_segment(segment, held, sink, send_lines, rejected_to, report,
                                 batch_size=batch_size, to=to)
             finally:
                 held.close()  # (after the unlink or rewrite: no writer appends in between)
@@ -79,7 +78,7 @@ def replay(spool: str | Path, to: str, *, batch_size: int = 1000) -> ReplayRepor
     return report
 
 
-def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, rejected_folder: Path,
+def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, rejected_to: Path,
                     report: ReplayReport, *, batch_size: int, to: str) -> None:
     """Send one claimed segment; delete it, or keep in it what was not delivered."""
     try:
@@ -88,7 +87,7 @@ def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, reject
         report.foreign.append(f"{segment}: {why}")
         return
     # a file of rejected/ keeps what is refused again (no rejected/rejected)
-    in_place = segment.parent == rejected_folder
+    in_place = segment.parent == rejected_to
     refused: list[tuple[bytes, str]] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
@@ -98,7 +97,7 @@ def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, reject
             if in_place:
                 _rewrite(segment, [line for line, _ in refused] + rest, refused)
             else:
-                _keep_rejected(rejected_folder, segment, refused)
+                _keep_rejected(rejected_to, segment, refused)
                 _rewrite(segment, rest)
             raise StoreUnavailable(f"{to} did not take a batch from {segment}: {failure} "
                                    f"({report.events} events re-sent so far; run again "
@@ -106,7 +105,7 @@ def _replay_segment(segment: Path, held: Any, sink: Any, send_lines: Any, reject
     if in_place and refused:
         _rewrite(segment, [line for line, _ in refused], refused)
     else:
-        _keep_rejected(rejected_folder, segment, refused)
+        _keep_rejected(rejected_to, segment, refused)
         segment.unlink(missing_ok=True)
         if in_place:  # the receiver's message about events that are gone now
             segment.with_suffix(".txt").unlink(missing_ok=True)
@@ -205,9 +204,11 @@ def _rewrite(segment: Path, remaining: list[bytes],
                                                encoding="utf-8")
 
 
-def _rejected_folder(root: Path) -> Path:
-    """Where refused events go: ``<spool>/rejected``; for a replay of a ``rejected`` folder (or
-    of a file in one), that folder itself, never a ``rejected/rejected``."""
+def rejected_folder(spool: str | Path) -> Path:
+    """Where a replay of ``spool`` puts refused events: ``<spool>/rejected``; for a replay of
+    a ``rejected`` folder (or of a file in one), that folder itself, never a
+    ``rejected/rejected``."""
+    root = Path(spool)
     folder = root if root.is_dir() else root.parent
     return folder if folder.name == _REJECTED else folder / _REJECTED
 
@@ -221,22 +222,3 @@ def _keep_rejected(folder: Path, segment: Path, refused: list[tuple[bytes, str]]
         f.write(b"".join(line for line, _ in refused))
     with open(path.with_suffix(".txt"), "a", encoding="utf-8") as f:
         f.write("".join(f"{reason}\n" for _, reason in refused))
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    """CLI: ``provkg replay SPOOL_DIR --to URL``."""
-    try:
-        report = replay(args.spool, args.to)
-    except ValueError as exc:  # a malformed --to URL
-        raise BadParameter(f"--to: {exc}") from exc
-    segments = f"{report.segments} segment{'s' if report.segments != 1 else ''}"
-    print(f"re-sent {report.events} events from {segments} to {args.to}"
-          + (f"; {report.rejected} rejected (see {_rejected_folder(Path(args.spool))})"
-             if report.rejected else "")
-          + (f"; {report.skipped} segments left alone: a running workflow is still writing "
-             "them (it re-sends them itself)" if report.skipped else ""),
-          file=sys.stderr)
-    for line in report.foreign:
-        print(f"error: {line}", file=sys.stderr)
-    return 1 if report.foreign else 0
-

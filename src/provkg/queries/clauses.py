@@ -9,13 +9,11 @@ The counts come from the parts the canned queries are built from
 
 from __future__ import annotations
 
-import argparse
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from provkg.queries import parts as P
 
-__all__ = ["PAPER_TABLE_3", "ClauseCount", "clause_counts", "cmd_clauses"]
+__all__ = ["PAPER_TABLE_3", "ClauseCount", "clause_counts", "q7_parts"]
 
 #: Table 3 of the PROV-ML paper: Q7 part -> (clauses with PROV-ML, without)
 PAPER_TABLE_3: dict[str, tuple[int, int]] = {
@@ -36,7 +34,7 @@ class ClauseCount:
     paper_tagged: int
 
 
-def _q7_parts(schema: str) -> dict[str, P.Part]:
+def q7_parts(schema: str) -> dict[str, P.Part]:
     """Q7's parts with the variables of the paper's Listings 1-2."""
     return {
         "Training stage": P.stage("?training", "training", schema),
@@ -51,24 +49,6 @@ def _q7_parts(schema: str) -> dict[str, P.Part]:
 
 def clause_counts() -> list[ClauseCount]:
     """Clause counts of each Q7 part in both schemas, with the paper's figures."""
-    typed, tagged = _q7_parts("typed"), _q7_parts("tagged")
+    typed, tagged = q7_parts("typed"), q7_parts("tagged")
     return [ClauseCount(name, typed[name].clauses, tagged[name].clauses, *paper)
             for name, paper in PAPER_TABLE_3.items()]
-
-
-def cmd_clauses(args: argparse.Namespace) -> int:
-    """``provkg bench clauses``: print the counts (``--format json`` for scripts)."""
-    rows = clause_counts()
-    if getattr(args, "format", "table") == "json":
-        print(json.dumps([asdict(r) for r in rows]))
-        return 0
-    print(f"{'Q7 query part':<24}{'provkg typed':>14}{'provkg tagged':>15}"
-          f"{'paper w/ PROV-ML':>18}{'paper w/o':>11}")
-    for r in rows:
-        print(f"{r.part:<24}{r.typed:>14}{r.tagged:>15}{r.paper_typed:>18}{r.paper_tagged:>11}")
-    if getattr(args, "show", False):
-        for schema in ("typed", "tagged"):
-            print(f"\n# {schema}")
-            for name, part in _q7_parts(schema).items():
-                print(f"# {name}\n{part.sparql()}")
-    return 0

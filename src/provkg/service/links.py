@@ -8,23 +8,30 @@ whose target no loaded graph describes (a typo, or a domain KG not loaded yet).
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import os
-import sys
 import time
 from pathlib import PurePosixPath
 from urllib.parse import quote, unquote
 
 from provkg.errors import NotFound
 from provkg.mapper.terms import LABEL, PK, PL, A, P
-from provkg.store import Store, open_store
-from provkg.term import (Triple, datetime_literal, id_from_iri, iri, is_valid_iri, literal,
-                         location_form, mint_iri, path_location)
+from provkg.store import Store
+from provkg.term import (
+    Triple,
+    datetime_literal,
+    id_from_iri,
+    iri,
+    is_valid_iri,
+    literal,
+    location_form,
+    mint_iri,
+    path_location,
+)
 from provkg.vocab import DEFAULT_BASE, XSD
 
-__all__ = ["check_links", "cmd_check_links", "cmd_link", "find_values", "link_value",
-           "unlink_value", "value_named"]
+__all__ = ["check_links", "find_values", "link_value", "link_values", "unlink_value",
+           "value_named"]
 
 
 def link_value(store: Store, value_id: str, target: str, *, agent: str | None = None,
@@ -41,8 +48,15 @@ def link_value(store: Store, value_id: str, target: str, *, agent: str | None = 
         BadParameter: ``target`` is not an absolute IRI.
         NotFound: the store holds no value with that id or location.
     """
-    return _link(store, find_values(store, value_id, base=base), value_id, target,
-                 agent=agent, when=when, base=base)
+    return link_values(store, value_id, target, agent=agent, when=when, base=base)[0]
+
+
+def link_values(store: Store, value_id: str, target: str, *, agent: str | None = None,
+                when: float | None = None, base: str = DEFAULT_BASE) -> tuple[str, list[str]]:
+    """As :func:`link_value`, returning the ``provkg:LinkAssertion``'s IRI and the values
+    linked (their terms, one or more)."""
+    values = find_values(store, value_id, base=base)
+    return _link(store, values, value_id, target, agent=agent, when=when, base=base), values
 
 
 def _link(store: Store, values: list[str], value_id: str, target: str, *, agent: str | None,
@@ -184,40 +198,3 @@ def check_links(store: Store, *, base: str = DEFAULT_BASE) -> list[tuple[str, st
         vid = id_from_iri(str(v), "value", base=base)
         out.append((vid if vid is not None else str(v), str(d)))
     return sorted(out)
-
-
-def cmd_link(args: argparse.Namespace) -> int:
-    """``provkg link VALUE_ID IRI [--agent WHO] [--remove]``."""
-    if getattr(args, "remove", False):
-        with open_store(args.store, existing=True) as store:
-            record, values = unlink_value(store, args.value_id, args.target, agent=args.agent)
-        names = [id_from_iri(v[1:-1], "value") or v[1:-1] for v in values]
-        print(f"unlinked {', '.join(names)} -> {args.target} (recorded as {record})")
-        return 0
-    with open_store(args.store) as store:
-        values = find_values(store, args.value_id)
-        assertion = _link(store, values, args.value_id, args.target, agent=args.agent, when=None,
-                          base=DEFAULT_BASE)
-    names = [id_from_iri(v[1:-1], "value") or v[1:-1] for v in values]
-    what = names[0] if len(names) == 1 else f"{len(names)} values captured at {args.value_id} ({', '.join(names)})"
-    print(f"linked {what} -> {args.target} (recorded as {assertion})")
-    return 0
-
-
-def cmd_check_links(args: argparse.Namespace) -> int:
-    """``provkg check-links``: print dangling links; exit 1 when there are any."""
-    # read-only: a store a server or an ingest holds is read as a snapshot (as query does),
-    # not an error whose exit status 1 would read as "dangling links" to a cron check
-    with open_store(args.store, existing=True, read_only=True) as store:
-        if store.snapshot:
-            print(f"note: {store.url} is in use by another process (an ingest or a server): "
-                  "checking what it had written when this command started", file=sys.stderr)
-        dangling = check_links(store)
-    if not dangling:
-        print("no dangling links")
-        return 0
-    for value, target in dangling:
-        print(f"{value}\t{target}")
-    print(f"{len(dangling)} dangling link{'s' if len(dangling) != 1 else ''}: no loaded graph "
-          "describes their target", file=sys.stderr)
-    return 1

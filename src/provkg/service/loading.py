@@ -9,21 +9,20 @@
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
-from provkg.store import Store, display_url, open_store
+from provkg.service.progress import Progress, start
+from provkg.store import Store, display_url
 
-__all__ = ["LoadEntry", "LoadReport", "cmd_export", "cmd_init", "cmd_load", "export_store",
-           "init_store", "load_files"]
+__all__ = ["LoadEntry", "LoadReport", "compact_after_load", "export_store", "init_store",
+           "load_files", "replace_graph", "shared_copies", "shared_copies_warnings"]
 
 #: files smaller than this load without a progress bar
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -69,7 +68,7 @@ def _noun(n: int, plural: str) -> str:
     return plural.removesuffix("s") if n == 1 else plural
 
 
-def init_store(store: Store, *, progress: bool = False) -> LoadReport:
+def init_store(store: Store, *, progress: Progress | None = None) -> LoadReport:
     """Load provkg's ontologies, each into the named graph of its ontology IRI.
 
     Each graph is cleared first, so running it again refreshes the ontologies rather
@@ -85,10 +84,11 @@ def init_store(store: Store, *, progress: bool = False) -> LoadReport:
 
 
 def load_files(store: Store, paths: Iterable[str | Path], *, graph: str | None = None,
-               progress: bool = True, format: str | None = None) -> LoadReport:
+               progress: Progress | None = None, format: str | None = None) -> LoadReport:
     """Load RDF files (Turtle, N-Triples, N-Quads, RDF/XML; ``.gz`` too) into ``graph``.
 
-    Large files show a progress bar on stderr when ``progress`` is true.
+    Each large file (:data:`PROGRESS_MIN_BYTES` or more) is reported to ``progress``
+    (:mod:`provkg.service.progress`; None: not reported), labelled with the file's name.
 
     A file that does not parse is left out whole (nothing of it is stored) and the others
     are loaded; then one :class:`StoreError` names each such file, its ``report`` attribute
@@ -172,41 +172,29 @@ def _check_gzip(path: Path) -> None:
         raise StoreError(f"{path} is cut short or damaged ({exc}); nothing of it was loaded") from None
 
 
-def _load_one(store: Store, path: Path, *, graph: str | None, progress: bool,
+def _load_one(store: Store, path: Path, *, graph: str | None, progress: Progress | None,
               format: str | None = None) -> int:
     if path.name.lower().endswith(".gz"):
         _check_gzip(path)
     size = path.stat().st_size
     if not progress or size < PROGRESS_MIN_BYTES:
         return store.load_file(path, graph=graph, format=format)
-    from tqdm import tqdm
-
-    with tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr,
-              leave=False) as bar:
-        return store.load_file(path, graph=graph, format=format, progress=bar.update)
-
-
-def cmd_init(args: argparse.Namespace) -> int:
-    """``provkg init``: load the ontologies into ``--store`` and print what was loaded."""
-    with open_store(args.store) as store:
-        report = init_store(store)
-    print(f"loaded provkg's ontologies into {display_url(args.store)}:")
-    print("\n".join(report.lines()))
-    return 0
+    bar = start(progress, path.name, size)
+    try:
+        return store.load_file(path, graph=graph, format=format, progress=bar.advance)
+    finally:
+        bar.close()
 
 
-def compact_after_load(store: Store) -> None:
+def compact_after_load(store: Store) -> float | None:
     """Let the store reorganize its files after a large bulk load (queries are several times
-    faster afterwards, see ``Store.compact``), saying so on stderr: it takes a while."""
-    if sys.stderr.isatty():
-        print("compacting the store's files for queries ...", end="\r", file=sys.stderr, flush=True)
-    seconds = store.compact()
-    if seconds is not None:
-        print(f"compacted the store's files for queries in {seconds:.1f} s", file=sys.stderr)
+    faster afterwards, see ``Store.compact``): the seconds it took, None when the store had
+    nothing worth compacting. It takes a while: a caller with a user waiting says so first."""
+    return store.compact()
 
 
 def replace_graph(store: Store, paths: Iterable[str | Path], graph: str, *,
-                  progress: bool = False, format: str | None = None) -> LoadReport:
+                  progress: Progress | None = None, format: str | None = None) -> LoadReport:
     """Replace what ``graph`` holds with the triples of the files, all or nothing: they are
     loaded into a staging graph first, which then takes the place of ``graph``
     (``MOVE``); if a file does not parse, ``graph`` is left as it was.
@@ -256,20 +244,28 @@ def shared_copies(store: Store, graph: str) -> int | None:
     return max(0, int(rows.rows[0][0]) - int(distinct.rows[0][0]))
 
 
-def _warn_shared(store: Store, graph: str) -> None:
-    copies = shared_copies(store, graph)
-    if copies:
-        print(f"warning: {copies:,} {_noun(copies, 'copies')} of triples of {graph} are also in "
-              f"the default graph or other graphs; on {display_url(store.url)} a query over all graphs "
-              "matches such a triple once per graph, so COUNT / SUM / AVG count it again (use "
-              "DISTINCT or GRAPH <...>, or keep each triple in one graph: `provkg load --graph G "
-              "--replace` replaces a graph instead of adding another copy)", file=sys.stderr)
+def shared_copies_warnings(store: Store, graph: str | None) -> list[str]:
+    """A warning for each graph whose triples are also in other graphs, after a load into
+    ``graph`` (None: the default graph, which can copy any named graph's triples: a KG loaded
+    with ``--graph``, then again without, counts twice; the first named graphs are checked)."""
+    warnings = []
+    for g in [graph] if graph else store.graphs()[:_SHARED_CHECK_GRAPHS]:
+        copies = shared_copies(store, g)
+        if copies:
+            warnings.append(
+                f"{copies:,} {_noun(copies, 'copies')} of triples of {g} are also in "
+                f"the default graph or other graphs; on {display_url(store.url)} a query over all graphs "
+                "matches such a triple once per graph, so COUNT / SUM / AVG count it again (use "
+                "DISTINCT or GRAPH <...>, or keep each triple in one graph: `provkg load --graph G "
+                "--replace` replaces a graph instead of adding another copy)")
+    return warnings
 
 
-def export_store(store: Store, target: str, *, graph: str | None = None) -> int:
+def export_store(store: Store, target: str | BinaryIO, *, graph: str | None = None) -> int:
     """Write ``store`` as N-Quads (every graph kept: the provenance, the specs it holds, the
     ontologies, each domain KG) or ``graph`` as N-Triples to the file ``target`` (``.gz``:
-    compressed; ``-``: standard output), whole or not at all. Returns the file's lines.
+    compressed), whole or not at all, or to the binary stream ``target`` (standard output).
+    Returns the lines written.
 
     Raises:
         BadParameter: the file's extension says another format.  StoreError: the store
@@ -283,17 +279,17 @@ def export_store(store: Store, target: str, *, graph: str | None = None) -> int:
         if graph not in store.graphs():  # a typo would write an empty backup, silently
             held = ", ".join(store.graphs()) or "none"
             raise NotFound(f"the store has no graph {graph} (its named graphs: {held})")
+    if not isinstance(target, str):
+        counter = _LineCounter(target)
+        store.dump(counter, graph=graph)  # type: ignore[arg-type]
+        target.flush()
+        return counter.lines
     compressed = target.lower().endswith(".gz")
     name = target.lower().removesuffix(".gz")
-    if target != "-" and not name.endswith(want):
+    if not name.endswith(want):
         what = "N-Triples (.nt or .nt.gz)" if graph is not None else "N-Quads (.nq or .nq.gz)"
         raise BadParameter(f"{target}: export writes {what}"
                            + ("" if graph is not None else "; --graph IRI exports one graph as N-Triples"))
-    if target == "-":
-        counter = _LineCounter(sys.stdout.buffer)
-        store.dump(counter, graph=graph)  # type: ignore[arg-type]
-        sys.stdout.buffer.flush()
-        return counter.lines
     path = Path(target)
     partial = path.with_name(f".{path.name}.partial")
     try:
@@ -329,45 +325,3 @@ class _LineCounter:
 
     def flush(self) -> None:
         self._out.flush()
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """``provkg export FILE [--graph IRI]``."""
-    with open_store(args.store, existing=True, read_only=True) as store:
-        if store.snapshot:
-            print(f"note: {display_url(store.url)} is in use by another process: exporting what it had "
-                  "written when this command started", file=sys.stderr)
-        lines = export_store(store, args.file, graph=args.graph)
-    what = f"triples of {args.graph}" if args.graph else "quads"
-    print(f"exported {lines:,} {what} from {display_url(args.store)} to {args.file}",
-          file=sys.stderr if args.file == "-" else sys.stdout)
-    return 0
-
-
-def cmd_load(args: argparse.Namespace) -> int:
-    """``provkg load FILE... [--graph IRI [--replace]]``."""
-    if args.replace and not args.graph:
-        from provkg.errors import BadParameter
-
-        raise BadParameter("--replace needs --graph: the default graph holds the provenance, "
-                           "which a replace would delete")
-    with open_store(args.store) as store:
-        try:
-            if args.replace:
-                report = replace_graph(store, args.files, args.graph,
-                                       progress=sys.stderr.isatty(), format=args.format)
-            else:
-                report = load_files(store, args.files, graph=args.graph,
-                                    progress=sys.stderr.isatty(), format=args.format)
-        except StoreError as exc:  # what was loaded is reported too, then the error
-            loaded = getattr(exc, "report", None)
-            if loaded is not None and loaded.entries:
-                print("\n".join(loaded.lines()))
-            raise
-        compact_after_load(store)
-        # a load into the default graph can copy a named graph's triples too (a KG loaded
-        # with --graph, then again without, counts twice): said
-        for graph in [args.graph] if args.graph else store.graphs()[:_SHARED_CHECK_GRAPHS]:
-            _warn_shared(store, graph)
-    print("\n".join(report.lines()))
-    return 0

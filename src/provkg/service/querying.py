@@ -8,35 +8,30 @@
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
-import json
 import re
-import sys
-from typing import Any
+from dataclasses import dataclass, field
 
-from provkg.errors import BadParameter, QuerySyntaxError
-from provkg.mapper.terms import P, PL
+from provkg.errors import BadParameter
+from provkg.mapper.terms import PL, P
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.lifecycle import measure_lower
 from provkg.queries.params import term_for
 from provkg.service.ingest import schemas_in_store
-from provkg.service.json_values import json_cell, text_cell
 from provkg.service.links import value_named, values_at_location
-from provkg.store import Rows, Store, open_store, store_dialect
-from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, noise_readings, ntriples_line
+from provkg.store import Rows, Store
+from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, noise_readings
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
 
 __all__ = [
-    "cmd_query",
-    "cmd_sparql",
-    "format_rows",
+    "QueryAnswer",
+    "answer_query",
     "query_catalog",
     "query_form",
     "render_query",
     "run_query",
     "run_sparql",
+    "schema_mismatch",
+    "unknown_attributes",
     "why_empty",
 ]
 
@@ -83,6 +78,29 @@ def run_query(store: Store, name: str, params: dict[str, object], *, schema: str
         if finished:
             break
     return Rows(list(query.columns), finished)
+
+
+@dataclass
+class QueryAnswer:
+    """A canned query's rows, and what to tell about them."""
+
+    rows: Rows
+    #: rows: parameters that name no attribute; none: why (:func:`why_empty`)
+    notes: list[str] = field(default_factory=list)
+    #: an S-PROV query on a store without S-PROV data (:func:`schema_mismatch`)
+    mismatch: str | None = None
+
+
+def answer_query(store: Store, name: str, params: dict[str, object], *, schema: str = "typed",
+                 base: str = DEFAULT_BASE) -> QueryAnswer:
+    """:func:`run_query`, with the notes that explain its rows (or their absence).
+
+    Raises:
+        as :func:`run_query`."""
+    rows = run_query(store, name, params, schema=schema, base=base)
+    notes = (unknown_attributes(store, name, params) if rows.rows
+             else why_empty(store, name, params, schema=schema, base=base))
+    return QueryAnswer(rows, notes, schema_mismatch(store, name, schema))
 
 
 #: what the no-spec notes of why_empty say next
@@ -379,111 +397,6 @@ def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows
     return store.construct(text)
 
 
-# -- output ----------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-
-
-def format_rows(rows: Rows, fmt: str) -> str:
-    """Rows as ``json`` (``{"columns": [...], "rows": [[...]]}``, numbers as numbers), ``csv``,
-    or a ``table`` for people."""
-    if fmt == "json":  # strict JSON: NaN / Infinity as the API writes them; integers exact
-        return json.dumps({"columns": rows.columns,
-                           "rows": [[json_cell(_plain(v)) for v in r] for r in rows.rows]},
-                          allow_nan=False)
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(rows.columns)
-        writer.writerows([[text_cell(v) for v in r] for r in rows.rows])
-        return out.getvalue().rstrip("\n")
-    return _table(rows.columns, [[text_cell(v) for v in r] for r in rows.rows])
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def shown(text: str) -> str:
-    r"""``text`` for a terminal: control characters other than tab and newline as ``\xNN``.
-
-    >>> shown("a\x1b[31mred")
-    'a\\x1b[31mred'
-    """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    # Text, not str: rich reads a str as markup, and stored values like "[red]x[/red]",
-    # "[1,null]" or "[better]" are data, shown as they are; control characters (an ESC that
-    # would recolour or retitle the terminal: anyone who sends events can store one) escaped
-    table = Table(title=Text(shown(title)) if title is not None else None)
-    for c in columns:
-        table.add_column(Text(shown(c)), overflow="fold")
-    for r in cells:
-        table.add_row(*(Text(shown(v)) for v in r))
-    console = Console(file=io.StringIO(), width=max(80, Console().width), force_terminal=False)
-    console.print(table)
-    return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
-
-
-def _catalog_rows() -> Rows:
-    rows = []
-    for q in query_catalog():
-        params = ", ".join(p.name if p.required else f"[{p.name}]" if p.default is None
-                           else f"{p.name}={p.default}" for p in q.parameters)
-        rows.append([q.name, params, ", ".join(q.columns), "/".join(q.schemas), q.question])
-    return Rows(["name", "parameters", "columns", "schemas", "question"], rows)
-
-
-def _parse_param_args(items: list[str]) -> dict[str, object]:
-    params: dict[str, object] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadParameter(f"--param expects NAME=VALUE, got {item!r}")
-        key = key.strip()
-        if key in params:  # as the API: not the last one silently winning
-            raise BadParameter(f"parameter {key!r} given more than once (--param {key}=...); "
-                               "give each parameter once")
-        params[key] = value
-    return params
-
-
-def cmd_query(args: argparse.Namespace) -> int:
-    """``provkg query NAME --param k=v ... | --list``."""
-    if args.list or not args.name:
-        if not args.list:
-            print("error: give a query name, or --list for the catalog", file=sys.stderr)
-        print(format_rows(_catalog_rows(), args.format))
-        return 0 if args.list else 2
-    params = _parse_param_args(args.param)
-    query = get_query(args.name)
-    schema = args.schema or ("typed" if "typed" in query.schemas else query.schemas[0])
-    if args.show:
-        print(render_query(args.name, params, schema=schema,
-                           dialect=store_dialect(args.store)))
-        return 0
-    query.parse(params)  # bad parameters fail before the store is opened
-    with open_store(args.store, existing=True, read_only=True) as store:
-        _note_snapshot(store)
-        rows = run_query(store, args.name, params, schema=schema)
-        notes = (unknown_attributes(store, args.name, params) if rows.rows
-                 else why_empty(store, args.name, params, schema=schema))
-        mismatch = schema_mismatch(store, args.name, schema)
-    print(format_rows(rows, args.format))
-    for note in notes:  # on stderr: --format json / csv output stays clean
-        print(f"note: {'' if rows.rows else 'no rows: '}{note}", file=sys.stderr)
-    if mismatch:
-        print(f"note: {mismatch}", file=sys.stderr)
-    return 0
-
-
 def schema_mismatch(store: Store, name: str, schema: str) -> str | None:
     """A note when an S-PROV query runs on a store without S-PROV data: its lineage steps
     (``prov:wasDerivedFrom``) then also match the typed graph's links from each value to its
@@ -493,47 +406,3 @@ def schema_mismatch(store: Store, name: str, schema: str) -> str | None:
     return (f"{name} reads the S-PROV schema and this store holds no S-PROV data (no "
             "s-prov:Invocation): its rows, if any, are not S-PROV lineage; ingest the events "
             "with --schema sprov (into a store of their own) to ask it")
-
-
-def _note_snapshot(store: Store) -> None:
-    if store.snapshot:
-        print(f"note: {store.url} is in use by another process (an ingest or a server): "
-              "answering from what it had written when this command started", file=sys.stderr)
-
-
-def cmd_sparql(args: argparse.Namespace) -> int:
-    """``provkg sparql FILE.rq`` (``-`` for stdin): read-only."""
-    if args.file == "-":
-        data, name = sys.stdin.buffer.read(), "standard input"
-    else:
-        try:
-            with open(args.file, "rb") as f:
-                data, name = f.read(), args.file
-        except OSError as exc:
-            from provkg.errors import NotFound
-
-            raise NotFound(f"cannot read {args.file}: {exc.strerror}") from exc
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors) is not the query
-    except UnicodeDecodeError as exc:
-        raise BadParameter(f"{name}: not UTF-8 text (byte {exc.start}); a SPARQL query is "
-                           "UTF-8 text") from None
-    try:
-        query_form(text)  # refuse non-queries before opening the store
-    except BadParameter as exc:
-        raise BadParameter(f"{name}: {exc}") from None
-    with open_store(args.store, existing=True, read_only=True) as store:
-        _note_snapshot(store)
-        try:
-            result = run_sparql(store, text)
-        except QuerySyntaxError as exc:  # say which file the line and column are in
-            raise QuerySyntaxError(f"{name}: {exc}", line=exc.line, column=exc.column) from None
-    if isinstance(result, bool):  # ASK: one column, so json / csv keep the shape of DESIGN §7
-        result = Rows(["boolean"], [[result]])
-    elif isinstance(result, list):  # CONSTRUCT / DESCRIBE
-        if args.format == "table":  # N-Triples: what people paste elsewhere
-            sys.stdout.write("".join(ntriples_line(t) for t in result))
-            return 0
-        result = Rows(["subject", "predicate", "object"], [list(t) for t in result])
-    print(format_rows(result, args.format))
-    return 0

@@ -1,21 +1,32 @@
-"""The ``provkg`` command: data to stdout, diagnostics to stderr, ``error: ...`` and exit 1 on failure.
+"""The ``provkg`` command line: every sub-command, its arguments and its help.
 
-Each sub-command is a thin handler over ``provkg.service`` (or the module that owns the
-concept); parsing lives here, work lives there.
+A sub-command's handler lives in the module of its group (``provkg.cli.store``, ``.ingest``,
+``.query``, ``.specs``, ``.replay``, ``.bench``, ``.serve``), imported only when it runs, so
+``provkg --help`` loads no store, mapper or web server.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from provkg.defaults import DEFAULT_STORE
-from provkg.errors import BadSpec, ProvkgError
-from provkg.extras import missing_extra
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _command(module: str, name: str) -> Handler:
+    """The handler ``provkg.cli.MODULE.NAME``, imported when the command runs."""
+    def handler(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(f"provkg.cli.{module}"), name)(args)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
+
 
 EPILOG = """\
 stores (--store URL or PROVKG_STORE):
@@ -93,14 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=None,
                    help="epochs per training (default 6, 2 with --small; smaller = faster)")
     p.add_argument("--small", action="store_true", help="tiny sizes, for tests")
-    p.set_defaults(handler=_cmd_demo)
+    p.set_defaults(handler=_command("serve", "cmd_demo"))
 
     # -- init / load --------------------------------------------------------
     p = add("init", "load the provkg ontologies (PROVLake, PROV-ML, S-PROV, seismic) into the store",
             "Loads the provkg ontologies, each into the named graph of its IRI (run again to\n"
             "refresh them).\n\nexamples:\n  provkg init\n  provkg init --store oxigraph+http://127.0.0.1:7878")
     _store_arg(p)
-    p.set_defaults(handler=_cmd_init)
+    p.set_defaults(handler=_command("store", "cmd_init"))
 
     p = add("load", "load RDF files (Turtle, N-Triples, N-Quads, RDF/XML) into the store",
             "Loads ontologies or domain knowledge graphs. The format comes from the file\n"
@@ -124,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "loading again only adds, and blank nodes add up); all or nothing")
     p.add_argument("--format", default=None, choices=["turtle", "ntriples", "nquads", "rdfxml", "trig"],
                    help="the RDF format of every FILE, when their extensions do not say it")
-    p.set_defaults(handler=_cmd_load)
+    p.set_defaults(handler=_command("store", "cmd_load"))
 
     # -- ingest / spec / links ---------------------------------------------
     p = add("ingest", "map captured events (JSONL, .gz, .zst files or spool folders) into the store",
@@ -141,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prospective spec (YAML / JSON); repeat for several workflows")
     p.add_argument("--schema", choices=["typed", "tagged", "sprov"], default="typed",
                    help="typed PROV-ML (default), tag-based PROVLake, or S-PROV")
-    p.set_defaults(handler=_cmd_ingest)
+    p.set_defaults(handler=_command("ingest", "cmd_ingest"))
 
     p = add("export", "write the store to an N-Quads file (every graph kept), for backups and moves",
             "Writes every triple of the store with its graph as N-Quads: the provenance, the specs\n"
@@ -155,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p.add_argument("file", metavar="FILE", help="FILE.nq / FILE.nq.gz (FILE.nt with --graph), or '-'")
     p.add_argument("--graph", default=None, metavar="IRI", help="export only this named graph, as N-Triples")
-    p.set_defaults(handler=_cmd_export)
+    p.set_defaults(handler=_command("store", "cmd_export"))
 
     p = add("spec", "work with prospective specs")
     spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
@@ -172,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--store", default=None,
                     help="also compare each spec with the one this store holds for its workflow "
                          "(new, the same, or what `ingest --spec` would change); nothing is written")
-    sv.set_defaults(handler=_cmd_spec_validate)
+    sv.set_defaults(handler=_command("specs", "cmd_spec_validate"))
     sl = action(spec_sub, "list", "the specs a store holds, one row per workflow",
                 "Lists the workflows whose prospective spec the store holds (registered by\n"
                 "`provkg ingest --spec`, `provkg listen --spec` or POST /v1/specs): phase, number of\n"
@@ -180,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "examples:\n  provkg spec list\n  provkg spec list --store oxigraph:kg --format json")
     _store_arg(sl)
     _format_arg(sl)
-    sl.set_defaults(handler=_cmd_spec_list)
+    sl.set_defaults(handler=_command("specs", "cmd_spec_list"))
     ss = action(spec_sub, "show", "print the spec a store holds for a workflow (JSON, every default spelled out)",
                 "Prints the spec the store holds for WORKFLOW as JSON (which is also YAML),\n"
                 "every default spelled out: what the mapper uses for that workflow's events.\n"
@@ -189,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "examples:\n  provkg spec show train\n  provkg spec show train > train.json")
     _store_arg(ss)
     ss.add_argument("workflow", metavar="WORKFLOW", help="the workflow's name (see `provkg spec list`)")
-    ss.set_defaults(handler=_cmd_spec_show)
+    ss.set_defaults(handler=_command("specs", "cmd_spec_show"))
 
     p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)",
             "Says that a captured value denotes a domain-KG resource (provlake:denotes), for data\n"
@@ -208,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take the link back instead (a wrong link, or a resource gone from the KG), "
                         "recorded as a provkg:LinkRetraction with who and when; a link the capture "
                         "sent (a value's domain) returns if its events are ingested again")
-    p.set_defaults(handler=_cmd_link)
+    p.set_defaults(handler=_command("store", "cmd_link"))
 
     p = add("check-links", "list domain links whose target the loaded domain graphs do not describe",
             "Lists (value id, target IRI) of each provlake:denotes link whose target is the\n"
@@ -216,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(provkg load kg.ttl). Exit status 1 when there is any, 0 when there is none.\n\n"
             "examples:\n  provkg check-links\n  provkg check-links --store oxigraph:provkg-data")
     _store_arg(p)
-    p.set_defaults(handler=_cmd_check_links)
+    p.set_defaults(handler=_command("store", "cmd_check_links"))
 
     # -- queries ------------------------------------------------------------
     p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)",
@@ -238,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "or S-PROV (default: typed; sprov for s1-s3, which exist only there)")
     p.add_argument("--show", action="store_true", help="print the SPARQL instead of running it")
     _format_arg(p)
-    p.set_defaults(handler=_cmd_query)
+    p.set_defaults(handler=_command("query", "cmd_query"))
 
     p = add("sparql", "run a read-only SPARQL query from a file ('-' for stdin)",
             "Runs SELECT, ASK, CONSTRUCT or DESCRIBE (updates and SERVICE are refused) over every\n"
@@ -248,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p.add_argument("file", metavar="FILE.rq")
     _format_arg(p)
-    p.set_defaults(handler=_cmd_sparql)
+    p.set_defaults(handler=_command("query", "cmd_sparql"))
 
     # -- capture side -------------------------------------------------------
     p = add("schema", "print JSON Schemas of the public formats",
@@ -256,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
             "examples:\n  provkg schema events > provkg-events.schema.json")
     p.add_argument("which", choices=["events"], metavar="{events}",
                    help="events: wire format v1 batch envelope")
-    p.set_defaults(handler=_cmd_schema)
+    p.set_defaults(handler=_command("serve", "cmd_schema"))
 
     p = add("replay", "re-send a capture spool to a server or another sink (idempotent)",
             "Re-sends what a capture sink spooled because its receiver was down, then removes\n"
@@ -265,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
             "  provkg replay provkg-spool --to file:provkg-events    # then provkg ingest provkg-events/")
     p.add_argument("spool", metavar="SPOOL_DIR")
     p.add_argument("--to", required=True, metavar="URL", help="http://HOST:PORT, mqtt://HOST:PORT/TOPIC or file:DIR")
-    p.set_defaults(handler=_cmd_replay)
+    p.set_defaults(handler=_command("replay", "cmd_replay"))
 
     # -- service ------------------------------------------------------------
     p = add("serve", "run the HTTP API (ingest, canned queries, read-only SPARQL)",
@@ -283,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p.add_argument("--host", default=None, help="bind address (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=None, help="port (default 8000)")
-    p.set_defaults(handler=_cmd_serve)
+    p.set_defaults(handler=_command("serve", "cmd_serve"))
 
     p = add("listen", "consume capture batches from an MQTT broker into the ingest queue",
             "Edge devices publish and forget; this process subscribes (QoS 1, persistent session),\n"
@@ -295,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="mqtt://HOST:PORT/PREFIX/#")
     p.add_argument("--spec", action="append", default=[], metavar="SPEC",
                    help="prospective spec (YAML / JSON) of a workflow the devices capture; repeat")
-    p.set_defaults(handler=_cmd_listen)
+    p.set_defaults(handler=_command("serve", "cmd_listen"))
 
     # -- benchmarks ---------------------------------------------------------
     p = add("bench", "benchmarks")
@@ -313,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="table for people (default), json for scripts")
     bc.add_argument("--show", action="store_true",
                     help="also print each Q7 part's SPARQL in both schemas")
-    bc.set_defaults(handler=_cmd_bench_clauses)
+    bc.set_defaults(handler=_command("bench", "cmd_bench_clauses"))
     bs = bench_sub.add_parser(
         "schemas", help="the paper's typed vs tag-based experiment across stores",
         description="Generates the PROV-ML paper's synthetic lifecycle (8 workflows x 300 epochs x 200\n"
@@ -347,167 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
                          "slower): a plan not "
                          "done by then is left out (default %(default)s)")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
-    bs.set_defaults(handler=_cmd_bench_schemas)
+    bs.set_defaults(handler=_command("bench", "cmd_bench_schemas"))
 
     return parser
-
-
-# ---------------------------------------------------------------------------
-# handlers: thin, each delegates to the module that owns the concept
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from provkg import demo
-
-    return demo.run(args)
-
-
-def _cmd_init(args: argparse.Namespace) -> int:
-    from provkg.service import loading
-
-    return loading.cmd_init(args)
-
-
-def _cmd_load(args: argparse.Namespace) -> int:
-    from provkg.service import loading
-
-    return loading.cmd_load(args)
-
-
-def _cmd_ingest(args: argparse.Namespace) -> int:
-    from provkg.service import ingest
-
-    return ingest.cmd_ingest(args)
-
-
-def _cmd_spec_validate(args: argparse.Namespace) -> int:
-    if args.store is not None:
-        from provkg.service import specs
-
-        return specs.cmd_spec_validate(args)
-    from provkg import spec
-
-    return spec.cmd_validate(args)
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    from provkg.service import loading
-
-    return loading.cmd_export(args)
-
-
-def _cmd_spec_list(args: argparse.Namespace) -> int:
-    from provkg.service import specs
-
-    return specs.cmd_spec_list(args)
-
-
-def _cmd_spec_show(args: argparse.Namespace) -> int:
-    from provkg.service import specs
-
-    return specs.cmd_spec_show(args)
-
-
-def _cmd_link(args: argparse.Namespace) -> int:
-    from provkg.service import ingest
-
-    return ingest.cmd_link(args)
-
-
-def _cmd_check_links(args: argparse.Namespace) -> int:
-    from provkg.service import ingest
-
-    return ingest.cmd_check_links(args)
-
-
-def _cmd_query(args: argparse.Namespace) -> int:
-    from provkg.service import querying
-
-    return querying.cmd_query(args)
-
-
-def _cmd_sparql(args: argparse.Namespace) -> int:
-    from provkg.service import querying
-
-    return querying.cmd_sparql(args)
-
-
-def _cmd_schema(args: argparse.Namespace) -> int:
-    import json
-
-    from provkg.events import batch_schema
-
-    print(json.dumps(batch_schema(), indent=2))
-    return 0
-
-
-def _cmd_replay(args: argparse.Namespace) -> int:
-    from provkg.capture import replay
-
-    return replay.cmd_replay(args)
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from provkg.api import server
-
-    return server.cmd_serve(args)
-
-
-def _cmd_listen(args: argparse.Namespace) -> int:
-    from provkg.api import listener
-
-    return listener.cmd_listen(args)
-
-
-def _cmd_bench_clauses(args: argparse.Namespace) -> int:
-    from provkg.queries import clauses
-
-    return clauses.cmd_clauses(args)
-
-
-def _cmd_bench_schemas(args: argparse.Namespace) -> int:
-    from provkg.bench import schemas
-
-    return schemas.cmd_schemas(args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "version", False):
-        from provkg import __version__
-
-        print(f"provkg {__version__}")
-        return 0
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        getattr(args, "help_parser", parser).print_help(sys.stderr)
-        return 2
-    try:
-        return int(handler(args) or 0)
-    except ProvkgError as exc:
-        # a spec's problems one per line, each an error as `provkg spec validate` prints them
-        for problem in (getattr(exc, "problems", None) if isinstance(exc, BadSpec) else None) or [str(exc)]:
-            print(f"error: {problem}", file=sys.stderr)
-        return 1
-    except UnicodeEncodeError as exc:  # an argument's bytes that are no UTF-8: no traceback
-        print(f"error: text that is not UTF-8 (an argument with other bytes?) cannot be used "
-              f"here: {exc.object[exc.start:exc.end]!r} at position {exc.start}", file=sys.stderr)
-        return 1
-    except ModuleNotFoundError as exc:  # a package of an extra this install does not have
-        said = missing_extra(exc)
-        if said is None:
-            raise
-        print(f"error: {said}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `provkg query ... | head`: the reader has what it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
-        return 141
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
