@@ -81,7 +81,7 @@ class Shape:
     measures: tuple[str, ...] = ("loss", "accuracy")
     seed: int = 2020
     #: ``full``: every batch as triples (the paper); ``summary``: batches kept as one summary
-    #: per epoch (spec ``granularity: summary``, docs/graph.md)
+    #: per epoch (spec ``granularity: summary``, docs/reference/graph.md)
     granularity: str = "full"
 
 

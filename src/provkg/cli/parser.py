@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
             "/v1/sparql (SPARQL 1.1 Protocol, read-only), /health/ready; OpenAPI docs at /docs.\n"
             "Accepted batches reach a durable queue (PROVKG_QUEUE_DIR, default ./provkg-queue)\n"
             "before 202; a worker maps them into the store.\n\n"
-            "Settings (environment, prefix PROVKG_; all in docs/service.md):\n"
+            "Settings (environment, prefix PROVKG_; all in docs/reference/service.md):\n"
             "  PROVKG_TOKEN           writes need 'Authorization: Bearer <token>' when set\n"
             "  PROVKG_MQTT_URL        also consume capture batches from this broker (mqtt://H:P/prefix/#)\n"
             "  PROVKG_INGEST_SCHEMA   typed (default) | tagged | sprov\n"
@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Edge devices publish and forget; this process subscribes (QoS 1, persistent session),\n"
             "queues each batch durably before acknowledging it, and maps it into the store.\n"
             "Settings as for serve (PROVKG_QUEUE_DIR, PROVKG_INGEST_SCHEMA, PROVKG_MQTT_CLIENT_ID;\n"
-            "see docs/service.md). Specs: --spec here, or any spec registered in the store before.\n\n"
+            "see docs/reference/service.md). Specs: --spec here, or any spec registered in the store before.\n\n"
             "  provkg listen 'mqtt://127.0.0.1:1883/provkg/#' --spec train.yaml --store oxigraph:kg")
     _store_arg(p)
     p.add_argument("url", metavar="mqtt://HOST:PORT/PREFIX/#")

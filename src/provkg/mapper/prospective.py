@@ -1,4 +1,4 @@
-"""Prospective triples: a spec as a graph (docs/graph.md, "Prospective part").
+"""Prospective triples: a spec as a graph (docs/reference/graph.md, "Prospective part").
 
 Typed: transformations and attributes get the PROV-ML classes their kind and role
 imply. Tagged: plain PROVLake classes qualified by ``provlake:tag`` (Listing 2).

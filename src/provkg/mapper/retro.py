@@ -1,4 +1,4 @@
-"""Retrospective triples for the typed and tagged schemas (docs/graph.md, "Retrospective part").
+"""Retrospective triples for the typed and tagged schemas (docs/reference/graph.md, "Retrospective part").
 
 The two schemas differ only in the classes chosen (resolved once per spec in
 :class:`~provkg.mapper.common.MapState`), so one walker serves both. Every

@@ -1,4 +1,4 @@
-"""Per-section summaries for sections with ``granularity: summary`` (docs/graph.md).
+"""Per-section summaries for sections with ``granularity: summary`` (docs/reference/graph.md).
 
 Instead of every batch, the parent (an epoch) gets one ``provkg:SectionSummary`` per
 section transformation: how many executions, min / avg / max seconds, and per

@@ -2,7 +2,7 @@
 
 A training stage is ``provml:Training`` on the prospective side and each run of it a
 ``provml:TrainingExecution``; a hyperparameter value is a
-``provml:LearningHyperparameterValue``; and so on (docs/graph.md, the two tables).
+``provml:LearningHyperparameterValue``; and so on (docs/reference/graph.md, the two tables).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ _STAGES = {
     "evaluation": ("provml:EvaluationExecution", "Evaluation"),
     "adaptation": ("provkg:AdaptationExecution", "Adaptation"),
 }
-#: stage kind -> typed prospective class of its transformation (the mapper's, docs/graph.md)
+#: stage kind -> typed prospective class of its transformation (the mapper's, docs/reference/graph.md)
 _STAGE_TRANSFORMATIONS = {
     "training": "provml:Training",
     "validation": "provml:Validation",
@@ -152,7 +152,7 @@ def innermost_sections(stage_var: str, var: str) -> Part:
     From the spec's side, before any execution: one lookup from the stage to its
     transformation, then its innermost sections (none when each has sections of its own, as
     epochs of batches). Only a section's transformation is part of another transformation
-    (docs/graph.md), so the stage's kind says the section's: no class or tag clause. The
+    (docs/reference/graph.md), so the stage's kind says the section's: no class or tag clause. The
     positive marker, not a FILTER NOT EXISTS: Oxigraph places that filter after every other
     pattern, so each epoch's measures were read first (Q7 with summaries 34 -> 107 ms)."""
     stage_t = f"{stage_var}_spec"  # the tagged stage part's name: one lookup, not two
@@ -164,7 +164,7 @@ def innermost_sections(stage_var: str, var: str) -> Part:
 def section_summary(parent: str, var: str, *, measure: str | None = None,
                     **stats: str) -> Part:
     """The summary ``var`` of the sections of ``parent`` kept at ``granularity: summary``
-    (docs/graph.md), the same in both schemas; ``stats`` maps summary properties
+    (docs/reference/graph.md), the same in both schemas; ``stats`` maps summary properties
     (``executionCount``, ``timedCount``, ``minSeconds``, ``avgSeconds``, ``maxSeconds``) to
     variables;
     with ``measure`` (a name), ``stats`` may also name ``minValue`` / ``avgValue`` /

@@ -74,7 +74,7 @@ VIRTUOSO_DEFAULT_GRAPH = "urn:x-provkg:default"
 #: seconds to connect to an endpoint (store URL option ``connect_timeout=``)
 CONNECT_TIMEOUT_S = 5.0
 #: seconds to wait for an answer when the caller sets no time limit (store URL option
-#: ``timeout=``): past Virtuoso's MaxQueryExecutionTime of 600 s (docs/stores.md), so that
+#: ``timeout=``): past Virtuoso's MaxQueryExecutionTime of 600 s (docs/reference/stores.md), so that
 #: its own time-limit answer comes first
 READ_TIMEOUT_S = 900.0
 #: writes (updates, Graph Store Protocol uploads) wait at least this long for the answer:
@@ -848,7 +848,7 @@ _VIRTUOSO_HINTS = (
     ("No SPARQL_UPDATE permission",
      ("writes need an account allowed to update: give it in the store URL "
       "(?user=…&password=…), or grant anonymous updates with GRANT SPARQL_UPDATE TO "
-      "\"SPARQL\" (docs/stores.md)")),
+      "\"SPARQL\" (docs/reference/stores.md)")),
 )
 
 

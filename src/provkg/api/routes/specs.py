@@ -41,7 +41,7 @@ _SPEC_BYTES = 4 * 1024 * 1024
                 "the typed schema, stored runs, executions and values are classified again by "
                 "the new spec (the graph is the one a fresh ingest with it would give). Not so "
                 "for a section whose `granularity` changes: sections stored in full stay in "
-                "full, and summaries need their spec before their events (docs/graph.md); "
+                "full, and summaries need their spec before their events (docs/reference/graph.md); "
                 "change it between runs, not while a run streams.",
     openapi_extra={"requestBody": {"required": True, "content": {
         "application/yaml": {"schema": {"type": "string"}, "example": SPEC_EXAMPLE},
