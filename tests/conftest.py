@@ -89,3 +89,13 @@ def embedded_store(request: pytest.FixtureRequest,
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture(autouse=True)
+def _capture_warnings_said_afresh() -> Iterator[None]:
+    """The capture library says each cause once per process: each test starts with none said,
+    so a test's warnings do not depend on which tests ran before it in the same worker."""
+    from provkg.capture import report
+
+    report._seen.clear()
+    yield

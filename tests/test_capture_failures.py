@@ -148,7 +148,7 @@ def test_unknown_sink_url_option_is_named_and_events_are_spooled(tmp_path, caplo
     assert "option 'compresion' is unknown (known: compression)" in caplog.text
     assert len([e for seg in spool_segments(tmp_path / "s") for e in read_segment(seg)]) == 4
     # a blank option is no option, for every sink alike (the file sink read it so already)
-    from provkg.capture.sink import open_sink
+    from provkg.capture.sink_urls import open_sink
 
     open_sink(url.replace("compresion", "compression").split("=")[0].format(dir=tmp_path / "o") + "=").close()
     with pytest.raises(ValueError, match="'compresion' is unknown"):  # a blank typo is said too

@@ -22,7 +22,8 @@ an interpreter exit end what is still open as ``failed``. See ``workflow`` and `
 """
 
 from provkg.capture.decorator import track
-from provkg.capture.sink import MemorySink, Sink, SinkRejected, open_sink
+from provkg.capture.sink import MemorySink, Sink, SinkRejected
+from provkg.capture.sink_urls import open_sink
 from provkg.capture.values import MAX_ITEMS, Ref, ref
 from provkg.capture.workflow import Task, Workflow, current_task, current_workflow, workflow
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from provkg.capture.encoding import loads_exact
 from provkg.capture.report import report_once
-from provkg.capture.sink import SinkRejected, open_sink, send_in_halves
+from provkg.capture.sink import SinkRejected, send_in_halves
+from provkg.capture.sink_urls import open_sink
 from provkg.capture.spool import SEGMENT_NAME, claim_segment, spool_segments
 from provkg.errors import NotFound, StoreUnavailable
 

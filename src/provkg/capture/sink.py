@@ -1,4 +1,4 @@
-"""The sink interface and the choice of a sink by URL.
+"""The sink interface (opening one by URL: :mod:`provkg.capture.sink_urls`).
 
 A sink receives batches of wire-format event dicts from the background thread. Raising from
 ``send`` means "not delivered, try again later" (the batch is spooled and re-sent);
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs
 
-__all__ = ["Sink", "SinkRejected", "MemorySink", "open_sink", "send_in_halves", "url_options",
-           "SINK_SCHEMES"]
+__all__ = ["Sink", "SinkRejected", "MemorySink", "UnavailableSink", "send_in_halves",
+           "url_options"]
 
 
 @runtime_checkable
@@ -160,54 +160,3 @@ class UnavailableSink:
 
     def forked(self) -> UnavailableSink:
         return self
-
-
-def _file(url: str) -> Sink:
-    from provkg.capture.file_sink import FileSink
-
-    return FileSink.from_url(url)
-
-
-def _http(url: str) -> Sink:
-    from provkg.capture.http_sink import HttpSink
-
-    return HttpSink(url)
-
-
-def _mqtt(url: str) -> Sink:
-    from provkg.capture.mqtt_sink import MqttSink
-
-    return MqttSink.from_url(url)
-
-
-def _memory(url: str) -> Sink:
-    return MemorySink()
-
-
-#: URL scheme -> lazy factory (the sink's module is imported only when used)
-SINK_SCHEMES: dict[str, Callable[[str], Sink]] = {
-    "file": _file,
-    "http": _http,
-    "https": _http,
-    "mqtt": _mqtt,
-    "memory": _memory,
-}
-
-
-def open_sink(sink: str | Sink) -> Sink:
-    """A sink from a URL (``file:DIR``, ``http(s)://HOST:PORT``, ``mqtt://HOST:PORT/TOPIC``,
-    ``memory:``) or an object that already has ``send`` and ``close``.
-
-    Raises:
-        ValueError: an unknown scheme or an object without ``send`` / ``close``.
-    """
-    if isinstance(sink, str):
-        scheme = sink.split(":", 1)[0].lower() if ":" in sink else ""
-        factory = SINK_SCHEMES.get(scheme)
-        if factory is None:
-            raise ValueError(f"unknown sink {sink!r}: expected one of "
-                             + ", ".join(f"{s}:..." for s in SINK_SCHEMES) + " or a Sink object")
-        return factory(sink)
-    if callable(getattr(sink, "send", None)) and callable(getattr(sink, "close", None)):
-        return sink
-    raise ValueError(f"a sink needs send(events) and close() methods; {type(sink).__name__} has not")

@@ -58,7 +58,8 @@ from provkg.capture import emitter as _emitter_module
 from provkg.capture.emitter import Emitter
 from provkg.capture.environment import capture_environment, default_agent, process_environment
 from provkg.capture.report import report_once, shown_url
-from provkg.capture.sink import Sink, UnavailableSink, open_sink
+from provkg.capture.sink import Sink, UnavailableSink
+from provkg.capture.sink_urls import open_sink
 from provkg.capture.spool import DEFAULT_SPOOL, DEFAULT_SPOOL_BYTES, Spool
 from provkg.capture import values as _values
 from provkg.capture.values import _INT_BOUND as _INDEX_BOUND

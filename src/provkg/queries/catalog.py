@@ -25,6 +25,7 @@ from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, with_prefi
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
+from provkg.queries.rq import bind_rq, read_rq, rq_texts
 from provkg.term import iri
 from provkg.vocab import DEFAULT_BASE
 
@@ -75,8 +76,6 @@ class CannedQuery:
         """
         values, terms = self._bound(params, schema=schema, base=base, data_terms=data_terms)
         if self.rq_text is not None:
-            from provkg.queries.rq import bind_rq
-
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
         with sparql_dialect(dialect):
@@ -287,11 +286,14 @@ def _builder_queries() -> list[CannedQuery]:
     ]
 
 
+def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
+    """A canned query from ``.rq`` text (the header of :mod:`provkg.queries.rq`)."""
+    return CannedQuery(**read_rq(text, source=source))
+
+
 @cache
 def _catalog() -> dict[str, CannedQuery]:
-    from provkg.queries.rq import rq_queries
-
-    queries = [*_builder_queries(), *rq_queries()]
+    queries = [*_builder_queries(), *(parse_rq(text, source=path) for text, path in rq_texts())]
     return {q.name: q for q in queries}
 
 

@@ -23,16 +23,13 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from provkg.errors import NotFound, ProvkgError
 from provkg.queries.params import REQUIRED, Parameter, values_block
 from provkg.term import blank_noise
 
-if TYPE_CHECKING:
-    from provkg.queries.catalog import CannedQuery
-
-__all__ = ["bind_rq", "parse_rq", "queries_dir", "rq_paths", "rq_queries"]
+__all__ = ["bind_rq", "read_rq", "queries_dir", "rq_paths", "rq_texts"]
 
 _HEADER = re.compile(r"^#\s*(name|question|schemas|columns|pairs|param)\s*:\s*(.*?)\s*$")
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
@@ -65,10 +62,9 @@ def _param(spec: str, *, where: str) -> Parameter:
     return Parameter(name, kind, default, minimum=1 if kind == "int" else None)
 
 
-def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
-    """A canned query from ``.rq`` text with the header described in this module."""
-    from provkg.queries.catalog import CannedQuery
-
+def read_rq(text: str, *, source: str = "<string>") -> dict[str, Any]:
+    """The fields of a canned query (``CannedQuery``'s keyword arguments) from ``.rq`` text
+    with the header described in this module."""
     head: dict[str, str] = {}
     params: list[Parameter] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -85,7 +81,7 @@ def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
         raise ProvkgError(f"{source}: header lacks '# {missing[0]}: ...'")
     if not _first_where(text):
         raise ProvkgError(f"{source}: no 'WHERE {{' to bind parameters after")
-    return CannedQuery(
+    return dict(
         name=head["name"], question=head["question"], parameters=tuple(params),
         columns=tuple(c.strip() for c in head["columns"].split(",")),
         schemas=tuple(s.strip() for s in head.get("schemas", "typed, tagged").split(",")),
@@ -93,9 +89,9 @@ def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
         pair_columns=tuple(c.strip() for c in head.get("pairs", "").split(",") if c.strip()))
 
 
-def rq_queries() -> list[CannedQuery]:
-    """The canned queries of every ``.rq`` file, by file name."""
-    return [parse_rq(p.read_text(encoding="utf-8"), source=str(p)) for p in rq_paths()]
+def rq_texts() -> list[tuple[str, str]]:
+    """``(text, path)`` of every ``.rq`` file, by file name."""
+    return [(p.read_text(encoding="utf-8"), str(p)) for p in rq_paths()]
 
 
 def _first_where(text: str) -> re.Match[str] | None:
@@ -110,5 +106,5 @@ def bind_rq(text: str, terms: dict[str, str]) -> str:
     if not block:
         return text
     m = _first_where(text)
-    assert m is not None  # parse_rq checked
+    assert m is not None  # read_rq checked
     return text[:m.end()] + "\n  " + block + text[m.end():]
