@@ -426,3 +426,46 @@ def test_arguments_that_are_no_utf8_and_a_bad_ipv6_host_are_one_line_errors(caps
     assert err.count("error: text that is not UTF-8") == 2 and "Traceback" not in err
     assert main(["listen", "mqtt://[::1/x", "--store", "memory:"]) == 1
     assert "error: the MQTT URL's host is not valid" in capsys.readouterr().err
+
+
+def _recorded_store(tmp_path: Path, capsys) -> str:
+    """A store holding one training of three epochs, recorded by the capture library."""
+    from provkg import capture, ingest_paths, open_store, parse_spec
+
+    events = tmp_path / "events"
+    with capture.workflow("cli-wf", sink=f"file:{events}", spool=tmp_path / "spool",
+                          run_id="cli-1") as wf:
+        with wf.task("training", used={"learning_rate": 0.01}) as training:
+            for e in range(3):
+                with wf.task("epoch", parent=training, index=e) as epoch:
+                    epoch.generate(loss=1.0 / (e + 1), note="x" * 150)
+    spec = parse_spec("workflow: cli-wf\nphase: learning\ntransformations:\n"
+                      "  - {name: training, kind: training, used: [{name: learning_rate, role: hyperparameter}]}\n"
+                      "  - {name: epoch, kind: section, of: training, generated: "
+                      "[{name: loss, role: evaluation_measure}]}\n")
+    url = f"oxigraph:{tmp_path / 'db'}"
+    with open_store(url) as store:
+        ingest_paths(store, [events], specs=[spec])
+    capsys.readouterr()
+    return url
+
+
+def test_fail_empty_exits_3_on_no_rows_and_0_on_rows(tmp_path: Path, capsys) -> None:
+    url = _recorded_store(tmp_path, capsys)
+    empty = ["query", "d3", "-p", "training=no-such-training", "--store", url]
+    assert main(empty) == 0  # without the flag an empty answer is no failure
+    assert main([*empty, "--fail-empty"]) == 3
+    capsys.readouterr()
+    assert main(["query", "d3", "-p", "training=cli-1.1", "--store", url, "--fail-empty",
+                 "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == 3
+
+
+def test_a_table_written_to_a_pipe_is_not_wrapped(tmp_path: Path, capsys) -> None:
+    url = _recorded_store(tmp_path, capsys)
+    query = tmp_path / "notes.rq"
+    query.write_text('SELECT ?v WHERE { ?x <http://www.w3.org/ns/prov#value> ?v '
+                     'FILTER(STRSTARTS(STR(?v), "xxx")) }')
+    assert main(["sparql", str(query), "--store", url]) == 0
+    lines = capsys.readouterr().out.splitlines()  # stdout is no terminal here
+    assert any("x" * 150 in line for line in lines), lines

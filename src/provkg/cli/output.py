@@ -133,8 +133,13 @@ def shown(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+#: the width of a table written to a pipe or a file: wider than any row it holds
+_UNWRAPPED = 1_000_000
+
+
 def table(columns: list[str], cells: list[list[str]], *, title: str | None = None) -> str:
-    """A table for people, as wide as the terminal (at least 80 columns)."""
+    """A table for people, as wide as the terminal (at least 80 columns); written to a pipe or a
+    file it is never wrapped (a script or a pager reads whole lines)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -147,6 +152,7 @@ def table(columns: list[str], cells: list[list[str]], *, title: str | None = Non
         grid.add_column(Text(shown(c)), overflow="fold")
     for r in cells:
         grid.add_row(*(Text(shown(v)) for v in r))
-    console = Console(file=io.StringIO(), width=max(80, Console().width), force_terminal=False)
+    width = max(80, Console().width) if sys.stdout.isatty() else _UNWRAPPED
+    console = Console(file=io.StringIO(), width=width, force_terminal=False)
     console.print(grid)
     return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]

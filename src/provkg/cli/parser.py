@@ -248,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the schema the store was ingested in: typed PROV-ML, tag-based PROVLake "
                         "or S-PROV (default: typed; sprov for s1-s3, which exist only there)")
     p.add_argument("--show", action="store_true", help="print the SPARQL instead of running it")
+    p.add_argument("--fail-empty", action="store_true",
+                   help="exit with status 3 when the answer has no rows (for scripts)")
     _format_arg(p)
     p.set_defaults(handler=_command("query", "cmd_query"))
 

@@ -73,7 +73,12 @@ def cmd_query(args: argparse.Namespace) -> int:
         note(f"{'' if rows.rows else 'no rows: '}{said}")
     if answer.mismatch:
         note(answer.mismatch)
-    return 0
+    return EMPTY_ANSWER if args.fail_empty and not rows.rows else 0
+
+
+#: ``provkg query --fail-empty``'s exit status for an answer without rows (1 is an error,
+#: 2 a usage mistake)
+EMPTY_ANSWER = 3
 
 
 def _read_query(file: str) -> tuple[str, str]:
