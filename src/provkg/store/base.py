@@ -441,9 +441,22 @@ _DEFINE = re.compile(r"\bdefine\s+\S+", re.IGNORECASE)
 _PREFIX_DECL = re.compile(r"\bPREFIX\s+([^\W\d][\w.-]*)?:", re.IGNORECASE)
 
 
+_IRI_AT = re.compile(r"\s*<([^>]*)>")
+
+
+def prefix_declarations(query: str) -> list[tuple[str, str | None]]:
+    """``(prefix, IRI)`` of each ``PREFIX`` line of a query, in order (``""`` for ``PREFIX :``;
+    IRI None where none follows)."""
+    found = []
+    for m in _PREFIX_DECL.finditer(blank_noise(query)):  # found where no string hides it
+        iri = _IRI_AT.match(query, m.end())  # read from the query: blanking hid the IRI
+        found.append((m.group(1) or "", iri.group(1) if iri is not None else None))
+    return found
+
+
 def declared_prefixes(query: str) -> set[str]:
     """The prefixes a query declares (``PREFIX ex: <...>``; ``""`` for ``PREFIX : <...>``)."""
-    return {m.group(1) or "" for m in _PREFIX_DECL.finditer(blank_noise(query))}
+    return {prefix for prefix, _ in prefix_declarations(query)}
 
 
 def undeclared_prefix(query: str, store_declares: Callable[[str], bool] | None = None) -> str | None:

@@ -13,7 +13,6 @@ around rdflib calls only, since provkg cannot fix them.
 from __future__ import annotations
 
 import gzip
-import re
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +33,7 @@ from provkg.store.base import (
     refuse_deep_nesting,
     ntriples_bytes,
     ntriples_term,
+    prefix_declarations,
     python_value,
     rdf_file,
     result_term,
@@ -43,7 +43,7 @@ from provkg.store.base import (
 )
 from provkg.store.progress import counting_reader
 from provkg.store.rdflib_prepared import prepare_query
-from provkg.term import Triple, blank_noise
+from provkg.term import Triple
 
 __all__ = ["RdflibStore"]
 
@@ -56,18 +56,9 @@ _union_lock = threading.Lock()
 
 
 #: rdflib's words for a prefix the query did not declare (a plain Exception, not a parse error)
-#: a PREFIX declaration up to its IRI (found in the query with its IRIs blanked out)
-_PREFIX_DECL = re.compile(r"\bPREFIX\s+(?:[^\W\d][\w.-]*)?:", re.IGNORECASE)
-_IRI_AT = re.compile(r"\s*<([^>]*)>")
-
-
 def _declares_one_iri_twice(query: str) -> bool:
     """Do two PREFIX lines of ``query`` name the same IRI (rdflib then keeps only one)?"""
-    iris = []
-    for m in _PREFIX_DECL.finditer(blank_noise(query)):
-        iri = _IRI_AT.match(query, m.end())
-        if iri is not None:
-            iris.append(iri.group(1))
+    iris = [iri for _, iri in prefix_declarations(query) if iri is not None]
     return len(iris) != len(set(iris))
 
 
