@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from provkg import capture
 from provkg.capture import encoding
 from provkg.capture.encoding import encode_event, encode_events, envelope
+from provkg.capture.expand import expand_values
 from provkg.capture.file_sink import FileSink
 from provkg.capture.spool import Spool, read_segment_lines, spool_segments
-from provkg.capture.values import expand_values
 from provkg.events import parse_batch, parse_event
 
 names = st.text(min_size=0, max_size=12) | st.sampled_from(["lr", "loss", "in_0", "a,b", 'q"t', "x" * 300])

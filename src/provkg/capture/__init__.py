@@ -18,14 +18,17 @@ package imports no RDF, store or web-server library.
 Forked children (``multiprocessing`` workers, ``DataLoader`` workers) continue the parent's open
 runs with task ids of their own; a ``spawn`` child records into a run once it received the
 ``Workflow`` (it pickles); ``@track`` follows coroutines and generators to their end; SIGTERM and
-an interpreter exit end what is still open as ``failed``. See ``workflow`` and ``decorator``.
+an interpreter exit end what is still open as ``failed``. See ``processes`` and ``exits``.
 """
 
+from provkg.capture.context import current_workflow
 from provkg.capture.decorator import track
+from provkg.capture.refs import ref
 from provkg.capture.sink import MemorySink, Sink, SinkRejected
 from provkg.capture.sink_urls import open_sink
-from provkg.capture.values import MAX_ITEMS, Ref, ref
-from provkg.capture.workflow import Task, Workflow, current_task, current_workflow, workflow
+from provkg.capture.task import Task, current_task
+from provkg.capture.values import MAX_ITEMS, Ref
+from provkg.capture.workflow import Workflow, workflow
 
 __all__ = [
     "workflow",

@@ -21,8 +21,9 @@ from typing import Any
 import orjson
 from orjson import Fragment
 
+from provkg.capture.expand import expand_values, fit_wire_values, valid_names
 from provkg.capture.report import report_once
-from provkg.capture.values import MAX_STRING, expand_values, fit_wire_values, valid_names
+from provkg.capture.values import MAX_STRING
 from provkg.wire import FORMAT, has_long_digits
 
 __all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "loads_exact",

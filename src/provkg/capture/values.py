@@ -1,16 +1,18 @@
-"""Captured values: data by reference (``ref``) and the conversion of Python values to wire values.
+"""Captured values: their limits, their conversion to JSON, and their fitting to the wire format.
 
 The caller's thread only checks a value's type: immutable JSON scalars pass untouched, mutable
-or foreign values (lists, numpy, Path, datetime) are copied into plain JSON now, because the
-caller may change them after the call. The background thread then turns the ``name -> value``
-mapping into wire-format value dicts (``expand_values``). A value that cannot be converted is
-refused: logged once per cause and left out, never raised into user code.
+or foreign values (lists, numpy, Path, datetime) are copied into plain JSON now
+(:func:`snapshot_values`), because the caller may change them after the call. The background
+thread then turns the ``name -> value`` mapping into wire-format value dicts
+(:mod:`provkg.capture.expand`), fitting each value (:func:`_fit`). A value that cannot be
+converted is refused: logged once per cause and left out, never raised into user code.
 
 Every event stays within the server's limits (``MAX_NAME``, ``MAX_ID``, ``MAX_URI``,
 ``MAX_INT_DIGITS``, ``MAX_DEPTH``, ``MAX_VALUE_BYTES``: the wire format's, from
 :mod:`provkg.wire`), one value at a time: the server refuses a whole batch for one bad field, so
 a value or id it would refuse is converted (an integer of more than ``MAX_INT_DIGITS`` digits
-becomes its decimal text) or left out here, with a warning, and its event goes on.
+becomes its decimal text) or left out here, with a warning, and its event goes on. Data passed
+by reference is a :class:`Ref` (made by :func:`provkg.capture.refs.ref`).
 """
 
 from __future__ import annotations
@@ -19,23 +21,21 @@ import datetime as _dt
 import enum
 import math
 import operator
-import os
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path, PurePath, PureWindowsPath
+from pathlib import PurePath
 from typing import Any
-from urllib.parse import quote
 
+from provkg.capture.domains import note_domain_sent
 from provkg.capture.report import report_once
-from provkg.term import is_valid_iri, json_size, location_form, path_location
-from provkg.wire import MAX_ID, MAX_INT_DIGITS, MAX_NAME, MAX_URI, MAX_VALUE_BYTES, URI_PATTERN
+from provkg.term import json_size
+from provkg.wire import MAX_ID, MAX_INT_DIGITS, MAX_NAME, MAX_URI, MAX_VALUE_BYTES
 from provkg.wire import MAX_VALUE_DEPTH as MAX_DEPTH
 
-__all__ = ["Ref", "ref", "Refused", "convert_value", "location_form", "snapshot_values",
-           "expand_values", "valid_names", "fit_id", "fit_index", "fit_wire_values", "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI",
-           "MAX_INT_DIGITS", "MAX_VALUE_BYTES"]
+__all__ = ["Ref", "Refused", "convert_value", "snapshot_values", "fit_id", "fit_index",
+           "MAX_ITEMS", "MAX_NAME", "MAX_STRING", "MAX_ID", "MAX_URI", "MAX_INT_DIGITS",
+           "MAX_DEPTH", "MAX_VALUE_BYTES"]
 
 # MAX_NAME, MAX_ID, MAX_URI, MAX_INT_DIGITS, MAX_DEPTH (wire.MAX_VALUE_DEPTH), MAX_VALUE_BYTES:
 # the wire format's limits (provkg.wire, shared with the server's validator), re-exported here.
@@ -53,10 +53,6 @@ _INT_BOUND = 10 ** MAX_INT_DIGITS
 #: conversion costs time quadratic in the length); beyond, the value is left out
 _MAX_INT_TEXT_DIGITS = 50_000
 
-_URI = re.compile(URI_PATTERN)
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
-_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 #: types that are JSON scalars and immutable: safe to hand to the background thread as they are
 _PLAIN = frozenset({int, float, str, bool, type(None)})
 
@@ -78,114 +74,6 @@ class Ref:
     def key(self) -> str | None:
         """The id other values use to point at this one (its own id, else its location)."""
         return self.id if self.id is not None else self.location
-
-
-def ref(uri: str, *, id: str | None = None, domain: str | None = None,
-        derived_from: Iterable[str | Ref] | str | Ref | None = None) -> Ref:
-    """Capture data by reference instead of by value.
-
-    Args:
-        uri: where the data lives (``file:///data/train.h5``, ``s3://bucket/key``); a local
-            path (``/data/my set.h5``, ``runs/x.h5``, ``~/x.h5``, a ``Path``) becomes a ``file:`` URI, and
-            spaces and other characters a URI cannot hold are percent-encoded.
-        id: an explicit unique id; by default the location is the id.
-        domain: IRI of the domain-KG resource the data denotes.
-        derived_from: ids (strings) or other refs this data was derived from.
-
-    Returns:
-        A ``Ref`` to pass as a value to ``Task.use`` / ``Task.generate``. A malformed argument is
-        logged and dropped; this function never raises.
-
-    >>> r = ref("file:///data/train.h5", derived_from=[ref("file:///raw/cube.segy")])
-    >>> r.derived_from
-    ('file:///raw/cube.segy',)
-    """
-    try:
-        location = _uri_or_none(uri, "ref(uri)")
-    except Exception as exc:  # an object whose str / fspath raises
-        report_once(("ref-uri", type(exc)), f"capture.ref(uri): {exc!r}; the reference is "
-                    "captured without a location")
-        location = None
-    try:
-        domain = _uri_or_none(domain, "ref(domain=)", paths=False, iri=True) \
-            if domain is not None else None
-    except Exception as exc:
-        report_once(("ref-domain", type(exc)), f"capture.ref(domain=): {exc!r}; ignored")
-        domain = None
-    if id is not None:
-        id = fit_id(id, "capture.ref(id=)")
-    return Ref(location, id, domain, _sources(derived_from))
-
-
-#: keys (id, else location) of refs whose domain went out in a task's or run's value, and of
-#: refs with a domain named only in derived_from so far: :func:`report_unsent_domains` warns
-#: about these at a run's end. Bounded: a process names few domain refs.
-_domains_sent: set[str] = set()
-#: key -> (pid, id() of the run current when the ref was made, None: no run then)
-_domains_waiting: dict[str, tuple[int, int | None]] = {}
-_DOMAIN_KEYS_MAX = 10_000
-#: the run current in this context (provkg.capture.workflow sets it: no import cycle)
-current_run: Callable[[], object | None] = lambda: None
-
-
-def report_unsent_domains(run: object, *, last: bool) -> None:
-    """Warn (once each) about refs with a domain named in ``derived_from`` but never sent as a
-    value: their domain link is not captured. Called when ``run`` ends (in a forked child that
-    continued it too), for the refs this process made while it was the current run (``last``:
-    no run is active any more, so refs made outside any run too); another run ending meanwhile
-    (nested, in another thread or a forked child) says nothing of them.
-    Never raises."""
-    try:
-        mine, pid = id(run), os.getpid()
-        for key, (made_in, owner) in list(_domains_waiting.items()):
-            # a forked child inherits the parent's refs: they are the parent's to report
-            if made_in != pid or owner != mine and not (last and owner is None):
-                continue
-            del _domains_waiting[key]
-            if key not in _domains_sent:
-                report_once(("ref-derived-domain", key), "capture.ref(derived_from=): the domain "
-                            f"of {key!r} was not sent (derived_from carries ids only, and no task "
-                            "used or generated that ref); use it in a task too, or link it "
-                            "later: `provkg link ID IRI`")
-    except Exception:  # a dict changed by another thread meanwhile: the warning is only advice
-        pass
-
-
-def _sources(derived_from: object) -> tuple[str, ...]:
-    """The ids of ``ref(derived_from=...)``: bad entries (and an iterable that raises midway:
-    the entries read until then are kept) are logged and left out; never raises."""
-    if derived_from is None:
-        return ()
-    keys: list[str] = []
-    try:
-        if isinstance(derived_from, (str, Ref)):
-            items: Iterable[object] = [derived_from]
-        elif isinstance(derived_from, Mapping) or not isinstance(derived_from, Iterable):
-            raise TypeError(f"derived_from takes ids (strings) or refs, or a list of them, not "
-                            f"{type(derived_from).__name__}")
-        else:
-            items = derived_from  # type: ignore[assignment]
-        for item in items:
-            key = item.key if isinstance(item, Ref) else item
-            if isinstance(item, Ref) and item.domain and isinstance(key, str) \
-                    and key not in _domains_sent:
-                # wire format v1 carries ids only in derived_from: unless the ref is a task's
-                # value too, its domain is lost; said at the run's end (q1 / q6 through that
-                # raw file answer nothing)
-                if len(_domains_waiting) < _DOMAIN_KEYS_MAX:
-                    run = current_run()
-                    _domains_waiting[key] = (os.getpid(), None if run is None else id(run))
-            if isinstance(key, str):
-                key = fit_id(key, "capture.ref(derived_from=)")
-                if key is not None:
-                    keys.append(key)
-            else:
-                report_once(("ref-derived", type(item)), "capture.ref: derived_from takes ids "
-                            f"(strings) or refs, not {type(item).__name__}; that entry is ignored")
-    except Exception as exc:
-        report_once(("ref-derived-iter", type(exc)), f"capture.ref(derived_from=): {exc!r}; "
-                    f"{'the entries before it are kept' if keys else 'ignored'}")
-    return tuple(keys)
 
 
 def fit_id(value: object, what: str) -> str | None:
@@ -216,41 +104,6 @@ def fit_index(value: object) -> int | None:
         pass
     report_once(("index", type(value)), f"task index must be an integer, not "
                 f"{type(value).__name__}; ignored")
-    return None
-
-
-def _uri_or_none(uri: object, where: str, *, paths: bool = True, iri: bool = False) -> str | None:
-    """``uri`` as a URI: a local path (``PurePath``, ``/data/x.h5``, ``runs/x.h5``,
-    ``C:\\data\\x.h5``) becomes a ``file:`` URI, and characters a URI cannot hold (spaces) are
-    percent-encoded; None (logged) when it is not text at all, or longer than ``MAX_URI``.
-    ``iri``: it must also be an IRI the store takes (a ``domain``: ``% only as %XX``)."""
-    if isinstance(uri, PurePath):
-        uri = str(uri)
-    if isinstance(uri, str) and 0 < len(uri) <= MAX_URI and "\0" not in uri:
-        if _URI.fullmatch(uri) and not (paths and _WINDOWS_PATH.match(uri)):
-            if not iri:
-                return location_form(uri)  # one spelling per location (accents escaped too)
-            if is_valid_iri(uri):
-                return uri
-        try:
-            if paths and _WINDOWS_PATH.match(uri):
-                fixed = path_location(PureWindowsPath(uri))
-            elif not _SCHEME.match(uri):  # no scheme: a path on this machine
-                if not paths:
-                    raise ValueError(uri)
-                fixed = path_location(uri)  # ~/x.h5 is home's
-            else:
-                fixed = location_form(uri)
-            if iri:  # an IRI has '%' only as %XX: a stray one becomes %25
-                fixed = _STRAY_PERCENT.sub("%25", fixed)
-        except ValueError:
-            fixed = ""
-        if len(fixed) <= MAX_URI and _URI.fullmatch(fixed) and (not iri or is_valid_iri(fixed)):
-            return fixed
-    why = f"longer than {MAX_URI} characters" if isinstance(uri, str) and len(uri) > MAX_URI \
-        else "not a URI (expected text such as file:///data/x.h5, or a path)"
-    report_once((where, type(uri), why[:8]), f"capture.{where}: {why}; the reference is captured "
-                "without it")
     return None
 
 
@@ -360,6 +213,23 @@ def _too_big(size: int) -> Refused:
                    "write it to a file or store and capture it with capture.ref(uri)")
 
 
+def _from_decimal(value: Decimal, budget: Any, depth: int) -> object:
+    """A ``Decimal``: a whole one as the exact integer; else the nearest double, logged when
+    that is not the same number; a finite one past the doubles' range as its text (logged),
+    never an infinity."""
+    if value.is_finite() and value == value.to_integral_value():
+        return _convert(int(value), budget, depth)
+    x = float(value)
+    if value.is_finite() and not math.isfinite(x):
+        report_once(("decimal-range",), f"a Decimal beyond the range of doubles ({str(value)[:40]}) "
+                    "is captured as its decimal text")
+        return str(value)
+    if value.is_finite() and Decimal(repr(x)) != value:  # 0.1 is the double 0.1
+        report_once(("decimal-digits",), "a Decimal with more digits than a double holds is "
+                    "captured as the nearest double")
+    return x
+
+
 def snapshot_values(values: Mapping[str, Any], *, into: dict[str, Any], where: str) -> None:
     """Copy ``values`` into ``into`` on the caller's thread, converting what is not immutable.
 
@@ -369,9 +239,8 @@ def snapshot_values(values: Mapping[str, Any], *, into: dict[str, Any], where: s
         if type(value) in _PLAIN:
             into[name] = value
             continue
-        if type(value) is Ref and value.domain and value.key is not None \
-                and len(_domains_sent) < _DOMAIN_KEYS_MAX:
-            _domains_sent.add(value.key)  # its domain goes out (report_unsent_domains)
+        if type(value) is Ref and value.domain and value.key is not None:
+            note_domain_sent(value.key)  # its domain goes out
         try:
             into[name] = convert_value(value)
         except Refused as exc:
@@ -379,48 +248,6 @@ def snapshot_values(values: Mapping[str, Any], *, into: dict[str, Any], where: s
         except Exception as exc:  # a foreign object whose tolist()/item() failed
             report_once((where, name, type(exc)), f"{where}: value {name!r} not captured: "
                         f"converting it raised {type(exc).__name__}: {exc}")
-
-
-def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Wire-format value dicts from a snapshot (run on the background thread).
-
-    Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no
-    literal for them and a diverged loss is worth keeping), integers of more than
-    ``MAX_INT_DIGITS`` digits their decimal text (the wire format refuses them); bad names are
-    logged and skipped. A value that cannot be made valid is left out, logged: never the event.
-    """
-    if _plain_and_finite(values):  # the common case, checked with C-level passes only
-        return [{"name": name, "value": value} for name, value in values.items()]
-    out: list[dict[str, Any]] = []
-    for name, value in values.items():
-        if type(name) is not str or not 0 < len(name) <= MAX_NAME:
-            shown = repr(name[:40]) if type(name) is str else f"of type {type(name).__name__}"
-            # one warning per bad name (a long one by its first 40 characters): each is another
-            # attribute lost, and the first says nothing of the next
-            report_once(("name", type(name), shown), f"attribute name {shown} not captured: "
-                        f"names are non-empty strings of at most {MAX_NAME} characters")
-            continue
-        if isinstance(value, Ref):
-            out.append(_ref_item(name, value))
-            continue
-        value = _fit(value, name)
-        if value is not _LEFT_OUT:
-            out.append({"name": name, "value": value})
-    return out
-
-
-def fit_wire_values(items: list[Any]) -> list[Any]:
-    """``expand_values`` for a list already in wire form (``[{"name": ..., "value": ...}]``)."""
-    out = []
-    for item in items:
-        if type(item) is dict and "value" in item:
-            value = _fit(item["value"], str(item.get("name"))[:40])
-            if value is _LEFT_OUT:
-                continue
-            if value is not item["value"]:
-                item = {**item, "value": value}
-        out.append(item)
-    return out
 
 
 #: ``_fit``'s answer for a value that cannot be captured
@@ -495,23 +322,6 @@ def _int_text(n: int, name: str) -> Any:
     return _decimal(n)
 
 
-def _from_decimal(value: Decimal, budget: Any, depth: int) -> object:
-    """A ``Decimal``: a whole one as the exact integer; else the nearest double, logged when
-    that is not the same number; a finite one past the doubles' range as its text (logged),
-    never an infinity."""
-    if value.is_finite() and value == value.to_integral_value():
-        return _convert(int(value), budget, depth)
-    x = float(value)
-    if value.is_finite() and not math.isfinite(x):
-        report_once(("decimal-range",), f"a Decimal beyond the range of doubles ({str(value)[:40]}) "
-                    "is captured as its decimal text")
-        return str(value)
-    if value.is_finite() and Decimal(repr(x)) != value:  # 0.1 is the double 0.1
-        report_once(("decimal-digits",), "a Decimal with more digits than a double holds is "
-                    "captured as the nearest double")
-    return x
-
-
 def _decimal(n: int) -> str:
     """``str(n)`` beyond ``sys.int_max_str_digits`` too (halving: never more digits at once)."""
     if n < 0:
@@ -522,89 +332,3 @@ def _decimal(n: int) -> str:
         half = int(n.bit_length() * 0.30103) // 2
         high, low = divmod(n, 10 ** half)
         return _decimal(high) + _decimal(low).zfill(half)
-
-
-def _ref_item(name: str, value: Ref) -> dict[str, Any]:
-    """The wire value of a ref; a field a ``Ref(...)`` built by hand got wrong is left out."""
-    item: dict[str, Any] = {"name": name}
-    location = value.location
-    if location is not None:
-        if type(location) is str and len(location) <= MAX_URI and _URI.fullmatch(location):
-            item["location"] = location
-        else:
-            report_once(("ref-location", name), f"value {name!r}: the ref's location is not a "
-                        f"URI of at most {MAX_URI} characters; left out")
-    if value.id is not None and fit_id(value.id, f"value {name!r}: ref id") is not None:
-        item["id"] = value.id
-    domain = value.domain
-    if domain is not None:
-        if type(domain) is str and len(domain) <= MAX_URI and _URI.fullmatch(domain) and \
-                is_valid_iri(domain):
-            item["domain"] = domain
-        else:
-            report_once(("ref-domain", name), f"value {name!r}: the ref's domain is not an IRI "
-                        f"of at most {MAX_URI} characters; left out")
-    if value.derived_from:
-        sources = value.derived_from
-        if type(sources) is not tuple or not all(type(k) is str and 0 < len(k) <= MAX_ID
-                                                 for k in sources):
-            sources = _sources(list(sources) if isinstance(sources, (tuple, list)) else sources)
-        if sources:
-            item["derived_from"] = list(sources)
-    return item
-
-
-_SCALARS_NO_FLOAT = frozenset({int, str, bool, type(None)})
-_NUMBERS = frozenset({int, float, bool})
-
-
-def _plain_and_finite(values: Mapping[str, Any]) -> bool:
-    """True when every name is a valid string and every value a finite scalar (no Ref, no list).
-
-    Checked with C-level passes only: names against a cache of names already found valid
-    (attribute names repeat from task to task), value types as a set, floats by their sum
-    (NaN / inf anywhere make the sum non-finite).
-    """
-    if not valid_names(values):
-        return False
-    kinds = set(map(type, values.values()))
-    if kinds <= _SCALARS_NO_FLOAT:
-        return (int not in kinds or _ints_fit(values)) and (str not in kinds or _strings_fit(values))
-    if kinds <= _NUMBERS:
-        try:
-            return math.isfinite(sum(values.values())) and _ints_fit(values)
-        except OverflowError:  # huge ints: let the careful path look at each value
-            return False
-    return False
-
-
-def _strings_fit(values: Mapping[str, Any]) -> bool:
-    """No string of ``values`` is longer than ``MAX_STRING``."""
-    return all(len(v) <= MAX_STRING for v in values.values() if type(v) is str)
-
-
-def _ints_fit(values: Mapping[str, Any]) -> bool:
-    """No integer of ``values`` has more than ``MAX_INT_DIGITS`` digits."""
-    return all(-_INT_BOUND < v < _INT_BOUND for v in values.values() if type(v) is int)
-
-
-#: attribute names already found valid; bounded, refilled as names come
-_VALID_NAMES: set[str] = set()
-_MAX_VALID_NAMES = 100_000
-
-
-def valid_names(values: Mapping[Any, Any]) -> bool:
-    """Whether every name (key) of ``values`` is a non-empty str of at most ``MAX_NAME`` chars;
-    one C-level set check once the names have been seen."""
-    return _VALID_NAMES.issuperset(values) or _learn_names(values)
-
-
-def _learn_names(values: Mapping[Any, Any]) -> bool:
-    """Check names not seen before; remember the valid ones. False if any is invalid."""
-    if len(_VALID_NAMES) > _MAX_VALID_NAMES:
-        _VALID_NAMES.clear()
-    for name in values:
-        if type(name) is not str or not 0 < len(name) <= MAX_NAME:
-            return False
-        _VALID_NAMES.add(name)
-    return True
