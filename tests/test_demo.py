@@ -277,3 +277,135 @@ def test_an_unreachable_sink_leaves_the_previous_run_in_place(tmp_path: Path, ox
     with open_store(store) as s:
         assert s.count() == before
         s.clear()
+
+
+# -- the report for people: plots, rounding, what "most accurate" means ------------------------
+
+
+def _figures(demo: dict[str, object]) -> dict[str, object]:
+    """Per configuration: the numbers its figure plots (read from the store) and the figure
+    drawn from them with the loss range shared by all configurations."""
+    from provkg.demo.curves import loss_limits, training_curves
+    from provkg.demo.plots import draw_training
+    from provkg.demo.summary import read_summary
+
+    summary = read_summary(Path(demo["out"]))  # type: ignore[arg-type]
+    assert summary is not None
+    with open_store(str(demo["store"])) as store:
+        curves = [training_curves(store, t) for t in summary.trainings]
+    shared = loss_limits(curves)
+    return {c.config: (c, draw_training(c, loss_range=shared)) for c in curves}
+
+
+def test_every_training_figure_has_the_same_loss_scale(demo: dict[str, object]) -> None:
+    import matplotlib.pyplot as plt
+
+    figures = _figures(demo)
+    limits = {tuple(fig.axes[0].get_ylim()) for _, fig in figures.values()}  # type: ignore[attr-defined]
+    assert len(limits) == 1
+    low, high = limits.pop()
+    for curves, _ in figures.values():  # nothing drawn is cut off by the shared range
+        assert all(low < v < high for v in curves.losses())  # type: ignore[attr-defined]
+    for _, fig in figures.values():
+        plt.close(fig)  # type: ignore[arg-type]
+
+
+def test_the_adaptation_mark_stands_at_the_epoch_the_report_names(demo: dict[str, object]) -> None:
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from provkg.demo.plots import ADAPTATION_GID
+
+    (adapted,) = [t for t in _summary(demo)["trainings"] if t["adaptations"]]  # type: ignore[union-attr]
+    (epoch, _old, new), = adapted["adaptations"]
+    md = (Path(demo["out"]) / "report.md").read_text()  # type: ignore[operator]
+    row = next(line for line in md.splitlines() if line.startswith(f"| {adapted['config']} |"))
+    assert re.search(rf"→ {new:.4g} at epoch (\d+)", row).group(1) == str(epoch)  # type: ignore[union-attr]
+    d6 = md.split("## D6 ", 1)[1].split("\n## ", 1)[0]  # names the epoch too, when it has rows
+    assert all(line.split(" | ")[1] == str(epoch) for line in d6.splitlines()
+               if line.startswith(f"| {adapted['training_id']} |"))
+    curves, fig = _figures(demo)[adapted["config"]]
+    assert [(a.epoch, a.new_rate) for a in curves.adaptations] == [(epoch, pytest.approx(new))]  # type: ignore[attr-defined]
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        marks = [line for line in ax.get_lines() if line.get_gid() == ADAPTATION_GID]
+        assert [list(m.get_xdata()) for m in marks] == [[epoch, epoch]]
+        # epoch `epoch`'s own mean is drawn at the same x: the mark is on that epoch, not before
+        (mean,) = [line for line in ax.get_lines() if line.get_label().startswith("training, ")
+                   and "batch" not in line.get_label()]
+        assert epoch in list(mean.get_xdata())
+    plt.close(fig)  # type: ignore[arg-type]
+    for t in _summary(demo)["trainings"]:  # type: ignore[union-attr]
+        if not t["adaptations"]:
+            assert _figures(demo)[t["config"]][0].adaptations == []  # type: ignore[attr-defined]
+
+
+def test_validation_and_test_are_drawn_beside_training(demo: dict[str, object]) -> None:
+    import matplotlib.pyplot as plt
+
+    by_config = {t["config"]: t for t in _summary(demo)["trainings"]}  # type: ignore[union-attr]
+    for config, (curves, fig) in _figures(demo).items():
+        t = by_config[config]
+        assert curves.epochs == list(range(1, len(t["epoch_losses"]) + 1))  # type: ignore[attr-defined]
+        assert curves.epoch_loss == pytest.approx(t["epoch_losses"])  # type: ignore[attr-defined]
+        loss_ax, acc_ax = fig.axes  # type: ignore[attr-defined]
+        drawn = {(ax_name, line.get_label()): list(line.get_ydata())
+                 for ax_name, ax in (("loss", loss_ax), ("accuracy", acc_ax))
+                 for line in ax.get_lines()}
+        assert drawn[("loss", "validation (final model)")] == [pytest.approx(t["validation"]["loss"])]
+        assert drawn[("loss", "test (final model)")] == [pytest.approx(t["evaluation"]["loss"])]
+        assert drawn[("accuracy", "validation (final model)")] == [
+            pytest.approx(t["validation"]["accuracy"])]
+        assert drawn[("accuracy", "test (final model)")] == [pytest.approx(t["evaluation"]["accuracy"])]
+        assert len(drawn[("accuracy", "training, per epoch")]) == len(t["epoch_losses"])
+        plt.close(fig)  # type: ignore[arg-type]
+
+
+def test_report_rounds_numbers_and_run_json_keeps_every_digit(demo: dict[str, object]) -> None:
+    out = Path(demo["out"])  # type: ignore[arg-type]
+    md, page = (out / "report.md").read_text(), (out / "report.html").read_text()
+    t = _summary(demo)["trainings"][0]  # type: ignore[index]
+    full = t["evaluation"]["accuracy"]
+    assert len(repr(full)) > 8  # a measured ratio: more digits than anyone reads
+    assert f"{full:.4g}" in md and repr(full) not in md
+    assert f"title='{full!r}'" in page  # the full value is one hover away in the HTML
+    q4 = md.split("## Q4", 1)[1].split("## Q5", 1)[0]
+    assert " ms |" in q4 or " s |" in q4  # durations in ms / s, not 0.0123456 seconds
+
+
+def test_report_says_which_measure_most_accurate_ranks_by(demo: dict[str, object]) -> None:
+    md = (Path(demo["out"]) / "report.md").read_text()  # type: ignore[operator]
+    trainings = _summary(demo)["trainings"]  # type: ignore[index]
+    on_test = max(trainings, key=lambda t: t["evaluation"]["accuracy"])  # type: ignore[index]
+    assert f"Most accurate on the held-out test set: {on_test['config']}" in md
+    assert "by training accuracy" in md
+    for name in ("D6", "D8"):
+        section = md.split(f"## {name} ", 1)[1].split("\n## ", 1)[0]
+        assert "Ranked by" in section and "training accuracy" in section
+
+
+def test_run_demo_takes_keywords_and_returns_a_typed_result(tmp_path: Path, capsys) -> None:
+    from provkg.demo import DemoResult, run_demo
+
+    result = run_demo(store="memory:", out=tmp_path / "out", small=True, epochs=1)
+    assert isinstance(result, DemoResult)
+    assert result.failed == [] and not result.reused
+    assert result.report_html == (tmp_path / "out" / "report.html").resolve()
+    assert result.report_html.is_file() and result.report_md.is_file()
+    assert result.triples > 0 and result.store_url == "memory:"
+    assert {a.name for a in result.answers} >= {"q1", "q7", "d6", "d8"}
+    assert capsys.readouterr().out == ""  # the use case prints nothing: the CLI does
+
+
+def test_readable_numbers() -> None:
+    from provkg.demo.readable import cell, duration, rounded_text, significant
+
+    assert significant(0.6931471805599453) == "0.6931" and significant(1234.5678) == "1235"
+    assert duration(0.000012) == "12 µs" and duration(0.0123456) == "12.3 ms"
+    assert duration(2.34567) == "2.35 s" and duration(0) == "0 s"
+    assert rounded_text("accuracy=0.711864406779661; loss=0.6245619058609009; tag=\"0.123456\"") \
+        == "accuracy=0.7119; loss=0.6246; tag=\"0.123456\""
+    assert rounded_text("learning_rate=0.1; batch_size=32; hidden_layers=[128,32]") \
+        == "learning_rate=0.1; batch_size=32; hidden_layers=[128,32]"
+    assert cell("avg_seconds", 0.0123456) == "12.3 ms" and cell("value", 0.0123456) == "0.01235"
+    assert cell("epoch", 3) == "3"

@@ -11,14 +11,14 @@ import math
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
+from provkg.demo.needs import require
+from provkg.demo.readable import significant
 from provkg.demo.summary import RunSummary
 from provkg.store import Store
-from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["Answer", "ask_all", "short", "LEARNING_WORKFLOW"]
+__all__ = ["Answer", "ask_all", "LEARNING_WORKFLOW", "RANKED_BY"]
 
 LEARNING_WORKFLOW = "seismic-learning"
 
@@ -33,6 +33,17 @@ class Answer:
     command: str
     check: str = ""
     ok: bool | None = None   # None: nothing to check against
+    ranked_by: str = ""      # what "best" / "least" / "most accurate" means in this answer
+
+
+#: the measure each ranking query ranks by, as the report says it: the canned queries rank
+#: by what the *training* task generated, which is not how the models do on unseen data
+RANKED_BY = {
+    "q3": "least final training loss (the loss the training task generated)",
+    "q7": "least training batch loss first (validation's least batch loss beside it)",
+    "d6": "greatest final training accuracy (not validation or test accuracy)",
+    "d8": "final training accuracy: best = greatest, worst = least (not validation or test)",
+}
 
 
 def _questions(s: RunSummary) -> list[tuple[str, dict[str, object]]]:
@@ -62,8 +73,6 @@ def command(name: str, params: dict[str, object], *, store_url: str) -> str:
 
 def ask_all(store: Store, summary: RunSummary, *, store_url: str) -> list[Answer]:
     """Run every question against ``store`` and check each answer against ``summary``."""
-    from provkg.demo import require
-
     querying = require("provkg.service.querying", "the canned queries")
     run_query = querying.run_query
     questions = {q.name: q.question for q in querying.query_catalog()}
@@ -71,7 +80,8 @@ def ask_all(store: Store, summary: RunSummary, *, store_url: str) -> list[Answer
     for name, params in _questions(summary):
         rows = run_query(store, name, dict(params))
         answer = Answer(name, questions.get(name, ""), params, list(rows.columns),
-                        [list(r) for r in rows.rows], command(name, params, store_url=store_url))
+                        [list(r) for r in rows.rows], command(name, params, store_url=store_url),
+                        ranked_by=RANKED_BY.get(name, ""))
         check = _CHECKS.get(name)
         if check is not None:
             answer.ok, answer.check = check(answer, summary)
@@ -120,14 +130,15 @@ def _check_q2(a: Answer, s: RunSummary) -> tuple[bool, str]:
     r = dict(zip(a.columns, a.rows[0]))
     ok = (r["tile_size"] == s.tile_size and r["slice_start"] == s.slice_start
           and r["slice_end"] == s.slice_end and _same(r["noise_threshold"], s.noise_threshold))
-    return ok, (f"tile size {s.tile_size}, threshold {s.noise_threshold}, inlines "
+    return ok, (f"tile size {s.tile_size}, threshold {significant(s.noise_threshold)}, inlines "
                 f"{s.slice_start}-{s.slice_end} as the preparation code used them")
 
 
 def _check_q3(a: Answer, s: RunSummary) -> tuple[bool, str]:
     models = set(_col(a, "model"))
     ok = len(models) == 1 and _denotes(next(iter(models)), s.best.model)
-    return ok, f"least final loss in training: {s.best.config} ({s.best.final_loss:.4f})"
+    return ok, (f"least final training loss: {s.best.config} "
+                f"({significant(s.best.final_loss)})")
 
 
 def _check_q4(a: Answer, s: RunSummary) -> tuple[bool, str]:
@@ -157,8 +168,9 @@ def _check_d6(a: Answer, s: RunSummary) -> tuple[bool, str]:
     expected = [(int(e), new) for e, _, new in best.adaptations]
     got = [(r[1], r[3]) for r in a.rows]
     ok = len(got) == len(expected) and all(g[0] == e[0] and _same(g[1], e[1]) for g, e in zip(got, expected))
-    what = ", ".join(f"epoch {e}: {n:g}" for e, n in expected) or "none"
-    return ok, f"adaptations of the most accurate training ({best.config}): {what}"
+    what = ", ".join(f"epoch {e}: {significant(n)}" for e, n in expected) or "none"
+    return ok, (f"adaptations of the training most accurate by training accuracy "
+                f"({best.config}, {significant(best.final_accuracy)}): {what}")
 
 
 def _check_d7(a: Answer, s: RunSummary) -> tuple[bool, str]:
@@ -169,18 +181,21 @@ def _check_d7(a: Answer, s: RunSummary) -> tuple[bool, str]:
     ok = len(got) == len(expected) and all(
         any(_denotes(g[0], tid) and g[1] == f for tid, f in expected) for g in got)
     filters = ", ".join(sorted(f for _, f in expected))
-    return ok, f"the filter of each training started with learning rate {rate:g}: {filters}"
+    return ok, (f"the filter of each training started with learning rate "
+                f"{significant(rate)}: {filters}")
 
 
 def _check_d8(a: Answer, s: RunSummary) -> tuple[bool, str]:
-    worst = min(s.trainings, key=lambda t: t.final_accuracy)
+    worst = s.least_accurate
     expected = [("best", s.most_accurate), ("worst", worst)]
     got = {(r[1], r[0], r[2], r[3]) for r in a.rows}
     ok = len(got) == len(expected) and all(
         any(rank == want and _denotes(tid, t.training_id) and f == t.filter
             and n == len(t.epoch_losses) for rank, tid, f, n in got) for want, t in expected)
-    return ok, (f"most accurate {s.most_accurate.config} ({s.most_accurate.filter}), least "
-                f"accurate {worst.config} ({worst.filter}), with their epochs")
+    best = s.most_accurate
+    return ok, (f"by training accuracy, most accurate {best.config} ({best.filter}, "
+                f"{significant(best.final_accuracy)}), least accurate {worst.config} "
+                f"({worst.filter}, {significant(worst.final_accuracy)}), with their epochs")
 
 
 _CHECKS: dict[str, Callable[[Answer, RunSummary], tuple[bool, str]]] = {
@@ -188,17 +203,3 @@ _CHECKS: dict[str, Callable[[Answer, RunSummary], tuple[bool, str]]] = {
     "q6": _check_q6, "q7": _check_q7, "d6": _check_d6, "d7": _check_d7, "d8": _check_d8,
 }
 
-
-def short(value: object) -> str:
-    """A cell for people: minted IRIs and file URIs shortened, numbers rounded."""
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    text = str(value)
-    if text.startswith(DEFAULT_BASE):
-        text = unquote(text[len(DEFAULT_BASE):].split("/", 1)[-1])
-    if text.startswith("file:"):
-        path = PurePosixPath(unquote(urlparse(text).path))
-        return "/".join(path.parts[-2:])
-    return text

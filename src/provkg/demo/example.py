@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from provkg.errors import NotFound, ProvkgError
 from provkg.store import Store
@@ -109,7 +110,7 @@ def kg_facts(store: Store, file: str = KG_FILE) -> KgFacts:
     if not rows:
         raise NotFound(f"the store has no complete description of {file} (file name, inline / "
                        "crossline range, sample interval, footprint, survey, field, basin)")
-    r = rows[0]
+    r: dict[str, Any] = rows[0]  # numeric literals come as numbers
     return KgFacts(file, str(r["name"]), int(r["il0"]), int(r["il1"]), int(r["xl0"]),
                    int(r["xl1"]), float(r["dt"]), str(r["wkt"]), str(r["survey"]),
                    str(r["survey_label"]), str(r["field"]), str(r["field_label"]),

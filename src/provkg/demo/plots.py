@@ -1,21 +1,29 @@
 """The report's pictures, drawn from the knowledge graph (matplotlib, Agg backend).
 
-Loss curves read each training's batch and epoch losses back from the store; the lineage
-picture walks the graph from the best model back to the SEG-Y file and on into the domain KG.
-What is drawn is what the graph holds, not what the training code remembers.
+A configuration's figure draws the numbers :mod:`provkg.demo.curves` read back from the
+store (training per batch and epoch, then the final model's validation and test measures);
+the lineage picture walks the graph from the model with the least final training loss back to
+the SEG-Y file and on into the domain KG. What is drawn is what the graph holds, not what the
+training code remembers.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
-from provkg.demo.summary import RunSummary, TrainingSummary
+from provkg.demo.curves import TrainingCurves
+from provkg.demo.summary import RunSummary
 from provkg.store import Store
 from provkg.term import iri, mint_iri
 
-__all__ = ["plot_losses", "plot_lineage", "lineage_edges"]
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not with this module
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["draw_training", "plot_training", "plot_lineage", "lineage_edges", "ADAPTATION_GID"]
 
 _PREFIXES = """\
 PREFIX prov: <http://www.w3.org/ns/prov#>
@@ -24,15 +32,6 @@ PREFIX provlake: <https://w3id.org/provkg/provlake#>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX seis: <https://w3id.org/provkg/seismic#>
 """
-
-_LOSSES = _PREFIXES + """\
-SELECT ?epoch ?batch ?loss WHERE {
-  VALUES ?training { TRAINING }
-  ?e prov:wasInformedBy ?training ; provkg:index ?epoch .
-  ?b prov:wasInformedBy ?e ; provkg:index ?batch .
-  ?v prov:wasGeneratedBy ?b ; prov:wasDerivedFrom ?attr ; prov:value ?loss .
-  ?attr rdfs:label "loss" .
-} ORDER BY ?epoch ?batch"""
 
 _LINEAGE = _PREFIXES + """\
 SELECT DISTINCT ?child ?child_location ?parent ?parent_location ?how WHERE {
@@ -63,38 +62,78 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def plot_losses(store: Store, training: TrainingSummary, path: Path) -> Path:
-    """Batch and epoch training loss of one configuration, as the store holds them."""
-    rows = store.select(_LOSSES.replace("TRAINING", iri(mint_iri("task", training.training_id)))).rows
-    per_epoch: dict[int, list[float]] = defaultdict(list)
-    for epoch, _batch, loss in rows:
-        per_epoch[int(epoch)].append(float(loss))  # type: ignore[arg-type]
+#: colours of the three stages, the same in every figure
+TRAINING_COLOUR, VALIDATION_COLOUR, TEST_COLOUR = "#1f4e79", "#d9822b", "#2e7d32"
+ADAPTATION_COLOUR = "#c0504d"
+#: the gid of an adaptation's mark line: a test finds the mark's x by it
+ADAPTATION_GID = "adaptation"
+
+
+def draw_training(curves: TrainingCurves, *, loss_range: tuple[float, float]) -> Figure:
+    """One configuration's figure: loss (left) and accuracy (right) per epoch in training,
+    with the final model's validation and test measures beside them.
+
+    ``loss_range`` is the y-range every configuration's loss panel shares (see
+    :func:`provkg.demo.curves.loss_limits`); accuracy is always 0-1.
+    """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
-    xs, ys, ex, ey = [], [], [], []
-    for epoch in sorted(per_epoch):
-        losses = per_epoch[epoch]
-        for i, loss in enumerate(losses):
-            xs.append(epoch - 1 + (i + 1) / len(losses))
-            ys.append(loss)
-        ex.append(epoch)
-        ey.append(sum(losses) / len(losses))
-    ax.plot(xs, ys, color="#9bb7d4", linewidth=0.8, label="batch loss")
-    ax.plot(ex, ey, "o-", color="#1f4e79", linewidth=1.8, label="epoch mean")
-    for epoch, old, new in training.adaptations:
-        ax.axvline(epoch - 1, color="#c0504d", linestyle="--", linewidth=1)
-        ax.annotate(f"learning rate {old:g} -> {new:g}", (epoch - 1, max(ys or [1])),
-                    xytext=(4, -12), textcoords="offset points", color="#c0504d", fontsize=8)
-    ax.set_title(f"{training.config}: training loss from the provenance graph "
-                 f"(filter {training.filter})", fontsize=10)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("loss")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 3.9), dpi=110)
+    last = curves.last_epoch
+    # the final model's validation and test measures stand right of the training epochs
+    validation_x, test_x = last + 1.0, last + 2.0
+    loss_ax.plot(curves.batch_x, curves.batch_loss, color="#9bb7d4", linewidth=0.8,
+                 label="training, per batch")
+    loss_ax.plot(curves.epochs, curves.epoch_loss, "o-", color=TRAINING_COLOUR, linewidth=1.8,
+                 label="training, epoch mean")
+    acc_ax.plot(curves.epochs, curves.epoch_accuracy, "o-", color=TRAINING_COLOUR, linewidth=1.8,
+                label="training, per epoch")
+    for ax, measure in ((loss_ax, "loss"), (acc_ax, "accuracy")):
+        _final(ax, validation_x, curves.validation.get(measure), "D", VALIDATION_COLOUR,
+               "validation (final model)")
+        _final(ax, test_x, curves.test.get(measure), "s", TEST_COLOUR, "test (final model)")
+    for ax in (loss_ax, acc_ax):
+        ax.axvline(last + 0.5, color="#999999", linewidth=0.8)  # training | after training
+        for a in curves.adaptations:
+            ax.axvspan(a.x - 0.5, last + 0.5, color=ADAPTATION_COLOUR, alpha=0.06, linewidth=0)
+            ax.axvline(a.x, color=ADAPTATION_COLOUR, linestyle="--", linewidth=1,
+                       gid=ADAPTATION_GID)
+        ax.set_xlim(0.4, test_x + 0.7)
+        ax.set_xticks([*curves.epochs, validation_x, test_x],
+                      [*(str(e) for e in curves.epochs), "valid.", "test"])
+        ax.set_xlabel("training epoch | the final model on validation and test")
+        ax.grid(alpha=0.3)
+    for a in curves.adaptations:
+        loss_ax.annotate(a.label, (a.x, loss_range[1]), xytext=(4, -12),
+                         textcoords="offset points", color=ADAPTATION_COLOUR, fontsize=8)
+    loss_ax.set_yscale("log")
+    loss_ax.set_ylim(*loss_range)
+    loss_ax.set_ylabel("loss (log scale, same range for every configuration)", fontsize=8)
+    loss_ax.set_title("loss", fontsize=10)
+    acc_ax.set_ylim(0.0, 1.05)
+    acc_ax.set_ylabel("accuracy")
+    acc_ax.set_title("accuracy", fontsize=10)
+    loss_ax.legend(fontsize=7, loc="lower left")
+    acc_ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"{curves.config} (filter {curves.filter}): training per epoch, then the final "
+                 "model on the validation and test sets — from the provenance graph", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def _final(ax: Axes, x: float, value: float | None, marker: str, colour: str, label: str) -> None:
+    """A measure of the final model, with its value written beside it (3 digits)."""
+    if value is None:
+        return
+    ax.plot([x], [value], marker, color=colour, markersize=7, label=label)
+    ax.annotate(f"{value:.3g}", (x, value), xytext=(7, 0), textcoords="offset points",
+                fontsize=7, color=colour, va="center")
+
+
+def plot_training(curves: TrainingCurves, path: Path, *, loss_range: tuple[float, float]) -> Path:
+    """:func:`draw_training` saved as a PNG at ``path``."""
+    fig = draw_training(curves, loss_range=loss_range)
     fig.savefig(path)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -129,7 +168,8 @@ def _name(location: str) -> str:
 
 
 def plot_lineage(store: Store, summary: RunSummary, path: Path) -> Path:
-    """The best model's lineage from the SEG-Y file (and its survey, field, basin) to checkpoint."""
+    """The lineage of :attr:`RunSummary.best` (least final training loss) from the SEG-Y file
+    (and its survey, field, basin) to the model."""
     edges = lineage_edges(store, summary.best.model)
     nodes = sorted({n for e in edges for n in e[:2]} | {summary.best.model})
     depth = {n: 0 for n in nodes}
@@ -142,7 +182,7 @@ def plot_lineage(store: Store, summary: RunSummary, path: Path) -> Path:
     for n in sorted(nodes, key=lambda n: (depth[n], _name(n))):
         layers[depth[n]].append(n)
     width = max(len(v) for v in layers.values())
-    pos = {n: ((i + 0.5) * width / len(layer), -d) for d, layer in layers.items()
+    pos = {n: ((i + 0.5) * width / len(layer), float(-d)) for d, layer in layers.items()
            for i, n in enumerate(layer)}
 
     plt = _pyplot()
@@ -172,8 +212,8 @@ def plot_lineage(store: Store, summary: RunSummary, path: Path) -> Path:
     ax.set_xlim(-0.2, width + 0.2)
     ax.set_ylim(-len(layers) + 0.4, 1.6)
     ax.axis("off")
-    ax.set_title(f"Lineage of the best model ({summary.best.config}) in the provenance graph",
-                 fontsize=10)
+    ax.set_title(f"Lineage of the model with the least final training loss "
+                 f"({summary.best.config}) in the provenance graph", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

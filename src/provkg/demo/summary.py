@@ -58,12 +58,31 @@ class RunSummary:
 
     @property
     def best(self) -> TrainingSummary:
-        """The configuration whose model has the least final training loss."""
+        """The configuration whose model has the least final *training* loss (what q3 finds,
+        and the model q1, q2 and the lineage picture follow)."""
         return min(self.trainings, key=lambda t: t.final_loss)
 
     @property
     def most_accurate(self) -> TrainingSummary:
+        """The greatest final *training* accuracy: what d4-d6 and d8 rank the trainings by
+        (a model can fit its training set and still test poorly: see
+        :attr:`most_accurate_on_test`)."""
         return max(self.trainings, key=lambda t: t.final_accuracy)
+
+    @property
+    def least_accurate(self) -> TrainingSummary:
+        """The least final *training* accuracy (d8's "worst")."""
+        return min(self.trainings, key=lambda t: t.final_accuracy)
+
+    @property
+    def most_accurate_on_test(self) -> TrainingSummary:
+        """The greatest accuracy on the held-out test set: the honest "most accurate"."""
+        return max(self.trainings, key=lambda t: t.evaluation.get("accuracy", float("-inf")))
+
+    @property
+    def most_accurate_on_validation(self) -> TrainingSummary:
+        """The greatest accuracy on the validation set."""
+        return max(self.trainings, key=lambda t: t.validation.get("accuracy", float("-inf")))
 
     def training(self, config: str) -> TrainingSummary:
         return next(t for t in self.trainings if t.config == config)
