@@ -17,6 +17,7 @@ import orjson
 
 from provkg.api.errors import QueueUnavailable
 from provkg.errors import BadSpec
+from provkg.service.registration import spec_data
 from provkg.spec import Spec, parse_spec
 
 __all__ = ["SpecRegistry"]
@@ -104,5 +105,4 @@ class SpecRegistry:
 
     def describe(self) -> list[dict[str, Any]]:
         """The specs as JSON-ready dicts, by workflow name."""
-        return [self._specs[name].model_dump(mode="json", exclude_none=True)
-                for name in sorted(self._specs)]
+        return [spec_data(self._specs[name]) for name in sorted(self._specs)]

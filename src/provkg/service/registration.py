@@ -1,10 +1,12 @@
-"""Spec registration: a workflow's prospective triples, and what a spec registered after
-its events (or replacing another) changes in what was stored.
+"""Spec registration, in one place: a workflow's prospective triples, the spec's stored
+document, and what a spec registered after its events (or replacing another) changes.
 
 :func:`register_spec` writes the spec's triples; in typed mode it re-types what was stored
 plain, in S-PROV mode it adds the parameter classes and adaptation changes the spec implies.
-The spec's document is stored too (:func:`stored_specs` reads them back), and a registration
-a crash cut short is completed by :func:`finish_registrations`.
+The spec's document is stored too (:func:`spec_document`; :func:`stored_specs` reads them
+back), and a registration a crash cut short is completed by :func:`finish_registrations`.
+Whether a spec replaces the one held for its workflow, and what that changes, is
+:func:`replacement_changes` (for the CLI's notes and ``spec validate --store``).
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from provkg.errors import BadSpec, ProvkgError
 from provkg.mapper import MapState, map_spec, sprov, typed
 from provkg.mapper.common import Minter
 from provkg.mapper.terms import PK, PL, PML, A, P
-from provkg.spec import Spec, parse_spec
+from provkg.spec import Spec, parse_spec, parse_stored_spec, spec_changes
 from provkg.store import Store
 from provkg.term import Triple, iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE, RDF
 
 log = logging.getLogger("provkg.ingest")
 
-__all__ = ["finish_registrations", "register_spec", "spec_document", "stored_specs"]
+__all__ = [
+    "finish_registrations",
+    "register_spec",
+    "replacement_changes",
+    "same_spec",
+    "spec_data",
+    "spec_document",
+    "stored_specs",
+]
 
 
 def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str = DEFAULT_BASE) -> int:
@@ -119,10 +129,30 @@ def _registered(store: Store, wf: str, document: str, prospective: list[Triple])
                for chunk in _chunks(prospective, 16))  # a long ASK overflows rdflib and Virtuoso
 
 
+def spec_data(spec: Spec) -> dict[str, Any]:
+    """``spec`` as JSON-ready data, every default spelled out and no None (what the store keeps,
+    and what ``GET /v1/specs`` answers)."""
+    return spec.model_dump(mode="json", exclude_none=True)
+
+
 def spec_document(spec: Spec) -> str:
     """``spec`` as JSON text that :func:`provkg.spec.parse_spec` reads back to the same spec."""
-    return json.dumps(spec.model_dump(mode="json", exclude_none=True), sort_keys=True,
-                      ensure_ascii=False)
+    return json.dumps(spec_data(spec), sort_keys=True, ensure_ascii=False)
+
+
+def same_spec(a: Spec, b: Spec) -> bool:
+    """Whether ``a`` and ``b`` are one spec document: registering one where the other is held
+    changes nothing stored (:func:`register_spec` returns at once)."""
+    return spec_document(a) == spec_document(b)
+
+
+def replacement_changes(held: Spec | None, spec: Spec) -> list[str] | None:
+    """What registering ``spec`` changes for its workflow, which had ``held``: None when it
+    replaces nothing (no spec held, or the same document), else :func:`provkg.spec.spec_changes`'
+    words, empty when only the order of transformations differs."""
+    if held is None or same_spec(held, spec):
+        return None
+    return spec_changes(held, spec)
 
 
 def stored_specs(store: Store) -> list[Spec]:
@@ -147,8 +177,6 @@ def _replaced_specs(store: Store, wf: str, document: str) -> list[Spec]:
 def _stored_spec(wf: object, document: object) -> Spec | None:
     """A ``provkg:specDocument`` read back; None (logged) when it no longer validates
     (written by another provkg version)."""
-    from provkg.spec import parse_stored_spec
-
     try:
         return parse_stored_spec(document if isinstance(document, str) else json.dumps(document),
                                  source=f"the spec stored for {wf}")

@@ -1,8 +1,9 @@
 """The specs a store holds, for ``provkg spec list | show | validate --store``.
 
 A store keeps each workflow's spec as it was registered (``provkg:specDocument``, see
-:func:`provkg.service.ingest.stored_specs`); these use cases let a user see them and compare
-a spec file with them before ``provkg ingest --spec`` replaces one.
+:func:`provkg.service.registration.stored_specs`); these use cases let a user see them and
+compare a spec file with them before ``provkg ingest --spec`` replaces one (the comparison is
+registration's: :func:`provkg.service.registration.replacement_changes`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from provkg.errors import NotFound
-from provkg.service.ingest import spec_document, stored_specs
-from provkg.spec import Spec, spec_changes
+from provkg.service.registration import replacement_changes, stored_specs
+from provkg.spec import Spec
 from provkg.store import Rows, Store, display_url
 
 __all__ = ["compare_with_stored", "spec_rows", "specs_in_store", "stored_spec"]
@@ -51,7 +52,8 @@ def compare_with_stored(spec: Spec, stored: Spec | None) -> str:
     """How ``spec`` relates to the one a store holds for its workflow, in one sentence."""
     if stored is None:
         return "the store holds no spec for this workflow: `ingest --spec` would register it"
-    if spec_document(spec) == spec_document(stored):
+    changes = replacement_changes(stored, spec)
+    if changes is None:
         return "the same as the spec the store holds"
     return ("differs from the spec the store holds (`ingest --spec` would replace it and "
-            "re-type its runs): " + "; ".join(spec_changes(stored, spec)))
+            "re-type its runs): " + "; ".join(changes))
