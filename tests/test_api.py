@@ -338,7 +338,7 @@ def test_canned_query_catalog_and_run(server: ApiServer) -> None:
     as_csv = server.http.get("/v1/queries/q3", params={"dataset": "file:///nüthing.h5"},
                              headers={"Accept": "text/csv"})
     assert as_csv.text.strip() == ",".join(q3["columns"])
-    assert ("the store has no captured value (id or location) 'file:///n\\xfcthing.h5' "
+    assert ("the store has no captured value (id or location) 'file:///n%C3%BCthing.h5' "
             "(parameter dataset)") in as_csv.headers.get_list("provkg-note")
     missing = server.http.get("/v1/queries/q3")
     assert missing.status_code == 400 and "dataset" in missing.json()["detail"]
@@ -453,7 +453,7 @@ def test_the_guard_takes_the_nesting_the_stores_take() -> None:
     # which `provkg sparql` answers; the stores take 500 levels
     import sys
 
-    from provkg.api.sparql_guard import check_query
+    from provkg.service.sparql_guard import check_query
     from provkg.errors import QuerySyntaxError
 
     limit = sys.getrecursionlimit()

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from api_support import ApiServer, store_fingerprint
 
-from provkg.api.queue import IngestQueue
 from provkg.errors import StoreError
+from provkg.service.queue import IngestQueue
 
 JSON = {"Content-Type": "application/json"}
 RUN = "https://w3id.org/provkg/id/run/"

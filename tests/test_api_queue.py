@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from provkg.api.errors import QueueUnavailable
-from provkg.api.queue import IngestQueue
 from provkg.errors import BadEvent, StoreError
+from provkg.service.queue import IngestQueue, QueueUnavailable
 
 
 def collect() -> tuple[list[bytes], object]:
@@ -51,7 +50,7 @@ def test_concurrent_producers_share_fsyncs_and_lose_nothing(tmp_path: Path) -> N
 
 _CRASHER = textwrap.dedent("""
     import os, signal, sys, time
-    from provkg.api.queue import IngestQueue
+    from provkg.service.queue import IngestQueue
     # the store never accepts: everything stays in the queue, then the process dies hard
     queue = IngestQueue(sys.argv[1], lambda payloads: time.sleep(60)).start()
     for i in range(int(sys.argv[2])):
@@ -170,7 +169,7 @@ def test_a_full_queue_disk_refuses_batches_until_it_has_room_and_loses_nothing(t
         assert queue.refusing() is not None
         disk.full = False  # space freed: the queue takes batches again, no restart
         # and says so without a batch first (a readiness probe keeps traffic away meanwhile)
-        monkeypatch.setattr("provkg.api.queue._PROBE_EVERY_S", 0.05)
+        monkeypatch.setattr("provkg.service.queue._PROBE_EVERY_S", 0.05)
         with queue._cond:
             queue._cond.notify_all()
         deadline = time.monotonic() + 60

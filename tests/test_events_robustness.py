@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from provkg.api.queue import IngestQueue
 from provkg.errors import BadEvent, StoreError
 from provkg.events import (
     FORMAT,
@@ -34,6 +33,7 @@ from provkg.events import (
     parse_events_jsonl,
     strip_bom,
 )
+from provkg.service.queue import IngestQueue
 
 BOM = b"\xef\xbb\xbf"
 
@@ -202,7 +202,7 @@ json_values = st.recursive(st.one_of(numbers, st.none(), st.booleans(), st.text(
 @given(st.lists(json_values, max_size=4), st.one_of(st.floats(), st.integers(-10, 2**70)))
 def test_whatever_the_accept_path_takes_the_worker_decodes_to_the_same_values(values, time) -> None:
     """The queue worker decodes a queued batch with orjson.loads: it must never fail on, nor
-    read differently, anything parse_batch accepted (DESIGN.md §3 numbers, exactly)."""
+    read differently, anything parse_batch accepted (wire format numbers, exactly)."""
     text = body(task(time=time, used=[{"name": f"v{i}", "value": v} for i, v in enumerate(values)]))
     try:
         parse_batch(text)

@@ -157,7 +157,7 @@ def test_a_retained_bad_message_is_set_aside_once_across_resubscribes(tmp_path: 
     """Found by black-box testing: a retained status message under the prefix came again on
     every (re)subscribe, and each time became one more dead letter."""
     from provkg.api.listener import MqttListener
-    from provkg.api.queue import IngestQueue
+    from provkg.service.queue import IngestQueue
 
     applied: list[bytes] = []
     with MosquittoBroker(tmp_path / "mqtt") as broker:
@@ -226,7 +226,7 @@ def test_messages_refused_on_a_full_queue_disk_are_taken_once_it_has_room(tmp_pa
     import paho.mqtt.client as mqtt
 
     from provkg.api.listener import MqttListener
-    from provkg.api.queue import IngestQueue
+    from provkg.service.queue import IngestQueue
 
     got: list[bytes] = []
     events = _events()[:2]

@@ -28,6 +28,7 @@ from provkg.errors import (
     ProvkgError,
     QuerySyntaxError,
     QueryTimeout,
+    ReadOnlyQuery,
     StoreError,
     StoreUnavailable,
     StoreUnreachable,
@@ -97,6 +98,7 @@ __all__ = [
     "QueryTimeout",
     "UnknownQuery",
     "BadParameter",
+    "ReadOnlyQuery",
     "NotFound",
 ]
 

@@ -14,6 +14,7 @@ where they enter provkg, with ``raise X(...) from exc``::
     ├── QueryTimeout        a query ran past its time limit
     ├── UnknownQuery        no canned query has that name
     ├── BadParameter        a query parameter is missing or malformed
+    │   └── ReadOnlyQuery       an update or SERVICE call where only reading is allowed
     └── NotFound            a named resource (spec, ontology, file) does not exist
 
 The API turns these into 4xx / 5xx answers ``{"error": ..., "detail": ...}``;
@@ -35,6 +36,7 @@ __all__ = [
     "QueryTimeout",
     "UnknownQuery",
     "BadParameter",
+    "ReadOnlyQuery",
     "NotFound",
 ]
 
@@ -93,6 +95,17 @@ class UnknownQuery(ProvkgError):
 
 class BadParameter(ProvkgError):
     code = "bad_parameter"
+
+
+class ReadOnlyQuery(BadParameter):
+    """An update, or a SERVICE call, sent where only reading is allowed (``provkg sparql``,
+    the server's SPARQL endpoint); ``refused`` says which: ``"update"`` or ``"service"``."""
+
+    code = "read_only"
+
+    def __init__(self, message: str, *, refused: str = "update"):
+        super().__init__(message)
+        self.refused = refused
 
 
 class NotFound(ProvkgError):

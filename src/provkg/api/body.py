@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import io
 import zlib
+from typing import TYPE_CHECKING
 
 import zstandard
-from fastapi import Request
 
 from provkg.api.errors import BadRequest, BodyTooLarge, UnsupportedMediaType
+
+if TYPE_CHECKING:  # only read_body's annotation: the MQTT listener decompresses without FastAPI
+    from fastapi import Request
 
 __all__ = ["read_body", "decompress", "ENCODINGS"]
 

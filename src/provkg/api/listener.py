@@ -1,4 +1,5 @@
-"""``provkg listen mqtt://HOST:PORT/PREFIX/#``: capture batches from Mosquitto into the ingest queue.
+"""The MQTT listener: capture batches from Mosquitto into the ingest queue, for ``provkg listen
+mqtt://HOST:PORT/PREFIX/#`` (:mod:`provkg.cli.serve`) and ``provkg serve`` with ``PROVKG_MQTT_URL``.
 
 At least once, end to end:
 
@@ -17,11 +18,9 @@ then acknowledged (redelivering it would fail the same way forever).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
 import re
-import signal
 import threading
 import time
 from typing import Any
@@ -30,12 +29,11 @@ from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 import paho.mqtt.client as mqtt
 
 from provkg.api.body import decompress
-from provkg.api.queue import IngestQueue
 from provkg.errors import BadEvent, BadParameter, ProvkgError
 from provkg.events import parse_batch, strip_bom
-from provkg.store import display_url
+from provkg.service.queue import IngestQueue
 
-__all__ = ["MqttListener", "parse_mqtt_url", "cmd_listen"]
+__all__ = ["MqttListener", "parse_mqtt_url", "mqtt_credentials"]
 
 log = logging.getLogger("provkg.listener")
 
@@ -292,41 +290,3 @@ class MqttListener:
         if len(payload) > self._max_bytes:
             raise BadEvent(f"message larger than {self._max_bytes} bytes")
         return payload
-
-
-def cmd_listen(args: argparse.Namespace) -> int:
-    """Consume from MQTT into this process's own queue and store (no HTTP API).
-
-    To listen next to a running ``provkg serve`` on the same store, set
-    ``PROVKG_MQTT_URL`` for the server instead: an embedded store and a queue
-    folder have one owner process.
-    """
-    from provkg.api.app import open_service
-    from provkg.config import get_settings
-    from provkg.service.ingest import register_spec, spec_document
-    from provkg.spec import load_spec
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    settings = get_settings(store=getattr(args, "store", None), mqtt_url=args.url)
-    specs = [load_spec(path) for path in getattr(args, "spec", [])]  # bad specs fail first
-    service = open_service(settings)
-    for spec in specs:
-        service.specs.put(spec, spec_document(spec))
-        register_spec(service.store, spec, schema=settings.ingest_schema)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    listener = MqttListener(args.url, service.queue, client_id=settings.mqtt_client,
-                            max_bytes=settings.max_decompressed_bytes).start()
-    print(f"provkg listening to {listener.host}:{listener.port} topic {listener.topic} into "
-          f"{display_url(settings.store)}", flush=True)
-    try:
-        # a broker that cannot be reached at start is retried in the background: say so
-        if not stop.wait(10) and not listener.subscribed.is_set():
-            log.warning("not subscribed after 10 s: is the MQTT broker at %s:%s running? "
-                        "(retrying)", listener.host, listener.port)
-        stop.wait()
-    finally:
-        listener.close()
-        service.close()
-    return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
@@ -11,7 +12,7 @@ from provkg.events import batch_schema
 
 __all__ = ["install_openapi", "EVENTS_EXAMPLE", "SPEC_EXAMPLE", "ERROR_RESPONSES",
            "WRITE_SECURITY", "error_responses",
-           "SPARQL_RESPONSES", "ROWS_NOT_ACCEPTABLE"]
+           "SPARQL_RESPONSES", "ROWS_NOT_ACCEPTABLE", "QUERY_ERRORS", "canned_query_parameters"]
 
 EVENTS_EXAMPLE: dict[str, Any] = {
     "format": "provkg.events/1",
@@ -85,6 +86,49 @@ WRITE_SECURITY: dict[str, Any] = {"security": [{"bearer": []}]}
 ROWS_NOT_ACCEPTABLE = _error("the Accept header allows neither JSON nor CSV", "not_acceptable",
                              "a canned query's answer is application/json or text/csv; the "
                              "Accept header allows neither")
+
+#: the errors of ``GET /v1/queries/{name}`` that differ from the shared examples
+QUERY_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _error("a parameter missing, repeated or malformed", "bad_parameter",
+                "query 'q3' needs parameter 'dataset' (a captured value id or the data's "
+                "location URI); give it in the URL: /v1/queries/q3?dataset=..."),
+    404: _error("no canned query has this name", "unknown_query",
+                "no canned query has this name; the catalog is GET /v1/queries"),
+}
+
+_PARAMETER_SCHEMAS = {"int": {"type": "integer"}, "float": {"type": "number"}}
+
+
+def canned_query_parameters(queries: Iterable[Any]) -> list[dict[str, Any]]:
+    """OpenAPI query parameters for ``GET /v1/queries/{name}``: the union of the canned
+    queries' parameters (``queries``: the catalog), each optional here, since which are
+    needed depends on the query; the description names the queries that take it, whether
+    each needs it and its default there, so "Try it out" can fill them in."""
+    by_name: dict[str, list[tuple[str, Any]]] = {}
+    for query in queries:
+        for param in query.parameters:
+            by_name.setdefault(param.name, []).append((query.name, param))
+    out = []
+    for name, uses in by_name.items():
+        helps = list(dict.fromkeys(p.help for _, p in uses if p.help))
+        forms = list(dict.fromkeys(p.form for _, p in uses))
+        groups: dict[str, list[str]] = {}
+        for query_name, p in uses:
+            need = "required" if p.required else (
+                "optional" if p.default is None else f"optional, default {p.default}")
+            groups.setdefault(need, []).append(query_name)
+        taken = "; ".join(f"{', '.join(names)} ({need})" for need, names in groups.items())
+        types = {p.type for _, p in uses}
+        schema = _PARAMETER_SCHEMAS.get(types.pop(), {"type": "string"}) if len(types) == 1 \
+            else {"type": "string"}
+        text = "; ".join(helps)
+        form = "; ".join(forms)
+        if form not in text:
+            text = f"{text} ({form})" if text else form
+        out.append({"name": name, "in": "query", "required": False, "schema": dict(schema),
+                    "description": f"{text}. Taken by {taken}."})
+    return out
+
 
 #: an ontology asked for in none of its formats
 ONTOLOGY_NOT_ACCEPTABLE = _error("the Accept header allows none of Turtle, N-Triples, RDF/XML",

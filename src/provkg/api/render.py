@@ -12,6 +12,7 @@ import csv
 import io
 import re
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from fastapi.responses import Response
@@ -21,7 +22,7 @@ from provkg.store.base import Rows
 from provkg.term import escape_string
 
 __all__ = ["ROWS_FORMATS", "rows_format", "rows_response", "negotiate", "sparql_format",
-           "sparql_response", "SPARQL_FORMATS"]
+           "sparql_response", "SPARQL_FORMATS", "NOTE_HEADER", "header_text"]
 
 #: the formats of canned-query answers, the default first
 ROWS_FORMATS = ("application/json", "text/csv")
@@ -56,10 +57,28 @@ def rows_response(media: str, rows: Rows) -> Response:
 NOTE_HEADER = "Provkg-Note"
 
 
+#: the typographic characters provkg's own notes use, in the ASCII they stand for
+_ASCII_FORMS = str.maketrans({"\u2026": "...", "\u2013": "-", "\u2014": "-", "\u2018": "'",
+                              "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2192": "->"})
+
+
 def header_text(note: str) -> str:
-    """``note`` as a header value: ASCII (others as ``\\u`` escapes), no line breaks."""
-    one_line = " ".join(note.split())
-    return one_line.encode("ascii", "backslashreplace").decode("ascii")
+    """``note`` as the value of a :data:`NOTE_HEADER` header: one line of visible ASCII, as
+    RFC 9110 (5.5) asks of new fields (clients read other bytes as Latin-1, UTF-8 or not at
+    all). Line breaks and runs of spaces become one space; the typographic characters of
+    provkg's own notes become ASCII (``…`` -> ``...``, en and em dashes -> ``-``, curly
+    quotes -> straight ones, ``→`` -> ``->``); any other character outside printable ASCII,
+    and ``%`` itself, is percent-encoded as UTF-8 (RFC 3986), so that
+    ``urllib.parse.unquote(value)`` gives back the note's own text (a parameter's value
+    named in it, say).
+
+    >>> header_text("a path names data when absolute (/\u2026) \u2014 or ~/\u2026")
+    'a path names data when absolute (/...) - or ~/...'
+    >>> header_text("no task id 'n\u00fcpe' (parameter training, 100%)")
+    "no task id 'n%C3%BCpe' (parameter training, 100%25)"
+    """
+    one_line = " ".join(note.split()).translate(_ASCII_FORMS)
+    return "".join(c if " " <= c <= "~" and c != "%" else quote(c, safe="") for c in one_line)
 
 
 # -- the SPARQL 1.1 Protocol: content negotiation and the W3C result formats -----------------

@@ -1,7 +1,8 @@
-"""``provkg serve``: the API under uvicorn, on 127.0.0.1 unless told otherwise.
+"""The API under uvicorn (``provkg serve``, :mod:`provkg.cli.serve`), on 127.0.0.1 unless told
+otherwise.
 
 Everything that can stop the server from working is checked before it says it is serving
-(DESIGN §8: ``error: ...`` and exit 1, never a traceback): the settings, the MQTT URL, the
+(docs/reference/cli.md: ``error: ...`` and exit 1, never a traceback): the settings, the MQTT URL, the
 address and port (bound here, then handed to uvicorn), the store and the queue folder. A
 remote store that does not answer at all (down, or still starting) is the exception: the
 server starts, queues batches durably and reaches the store in the background.
@@ -9,19 +10,19 @@ server starts, queues batches durably and reaches the store in the background.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import socket
 import sys
+from collections.abc import Callable
 
 import uvicorn
 
-from provkg.api.app import create_app, open_service
-from provkg.config import get_settings
+from provkg.api.app import create_app
+from provkg.api.service import Service
+from provkg.config import BadSetting, Settings
 from provkg.errors import ProvkgError
 from provkg.store import display_url
 
-__all__ = ["cmd_serve", "CannotListen", "listen_socket"]
+__all__ = ["CannotListen", "listen_socket", "check_mqtt_url", "run_server"]
 
 _SWITCH_INTERVAL_S = 0.0005
 
@@ -67,30 +68,30 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the API until interrupted. Settings: flags, then ``PROVKG_*``, then defaults.
+def check_mqtt_url(settings: Settings) -> None:
+    """Refuse a malformed ``PROVKG_MQTT_URL`` before the start (the listener starts later).
 
     Raises:
-        BadSetting, CannotListen, StoreUnavailable, QueueUnavailable, BadParameter: before
-            anything is served (the CLI prints ``error: ...`` and exits 1).
+        BadSetting: naming the setting.
     """
-    settings = get_settings(store=getattr(args, "store", None), host=getattr(args, "host", None),
-                            port=getattr(args, "port", None))
     if settings.mqtt_url:
         from provkg.api.listener import parse_mqtt_url
-        from provkg.config import BadSetting
 
         try:
-            parse_mqtt_url(settings.mqtt_url)  # a malformed URL is refused before the start
+            parse_mqtt_url(settings.mqtt_url)
         except ProvkgError as exc:
             raise BadSetting(f"PROVKG_MQTT_URL: {exc}") from None
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sock = listen_socket(settings.host, settings.port)
-    try:
-        service = open_service(settings)
-    except BaseException:
-        sock.close()
-        raise
+
+
+def run_server(settings: Settings, service: Service, sock: socket.socket, *,
+               announce: Callable[[str], None]) -> None:
+    """Serve the API on ``sock`` (from :func:`listen_socket`) until interrupted;
+    ``announce`` gets the one line saying where, once everything is open. Closes
+    ``service`` and ``sock`` in the end.
+
+    Raises:
+        ProvkgError: the app did not start (uvicorn logged why).
+    """
     port = sock.getsockname()[1]
     try:
         # The queue applier maps events in Python while requests are served: with the default
@@ -108,12 +109,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         waiting = service.store_wait
         later = (" (the store does not answer yet: batches are queued and applied once it "
                  "does; /health/ready says when)") if waiting is not None else ""
-        print(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
-              f"(docs: /docs){later}", flush=True)
+        announce(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
+                 f"(docs: /docs){later}")
         server.run(sockets=[sock])
     finally:
         service.close()  # after a normal stop the app closed it already: a no-op then
         sock.close()
     if not server.started:  # uvicorn logged why (the app's startup failed)
         raise ProvkgError("the server could not start (see the log above)")
-    return 0

@@ -206,7 +206,7 @@ class SparqlRunner:
             raise QuerySyntaxError(str(reply["message"]), line=reply.get("line"),  # type: ignore[arg-type]
                                    column=reply.get("column"))  # type: ignore[arg-type]
         if error == "read_only":
-            from provkg.api.errors import ReadOnlyQuery
+            from provkg.errors import ReadOnlyQuery
 
             raise ReadOnlyQuery(str(reply["message"]))
         if error == "too_many_rows":

@@ -35,7 +35,6 @@ import pyoxigraph as ox
 from provkg.store.base import syntax_error
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
-from provkg.term import nesting_depth
 
 __all__ = ["answer", "main"]
 
@@ -57,27 +56,17 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | None:
-    """The read-only guard (:func:`provkg.api.sparql_guard.check_query`), run here so that
+    """The read-only guard (:func:`provkg.service.sparql_guard.check_query`), run here so that
     parsing counts against the time limit too: rdflib's parser takes seconds for a long
     query, and the server must not spend them outside a process it can stop. None: run it."""
-    from provkg.api.errors import ReadOnlyQuery
-    from provkg.api.sparql_guard import check_query
-    from provkg.errors import QuerySyntaxError
+    from provkg.errors import QuerySyntaxError, ReadOnlyQuery
+    from provkg.service.sparql_guard import check_query
 
     try:
         guarded = check_query(text, allowed_service_endpoints=allowed)
     except ReadOnlyQuery as exc:
         return {"error": "read_only", "message": str(exc)}
     except QuerySyntaxError as exc:
-        # said in Oxigraph's words, as `provkg sparql` on this store says it: one query gets
-        # one message and position, not rdflib's from the API
-        try:
-            if nesting_depth(text) <= 64:  # deeper, Oxigraph's recursive parser may take the process down
-                ox.Store().query(text)  # an empty store: parses, and has nothing to evaluate
-        except SyntaxError as parsed:
-            exc = syntax_error(str(parsed), query=text)
-        except Exception:  # noqa: BLE001 - Oxigraph's verdict is only a better message
-            pass
         return {"error": "query_syntax", "message": str(exc), "line": exc.line, "column": exc.column}
     if form is not None and guarded.form != form:
         return {"error": "query_syntax", "message": f"expected a {form.upper()} query"}
@@ -124,7 +113,7 @@ def _too_many(max_rows: int) -> dict[str, Any]:
 def main() -> int:
     # many flat triple patterns nest deeply in rdflib's grammar (90 hit the default 1,000)
     sys.setrecursionlimit(6000)
-    from provkg.api.sparql_guard import check_query
+    from provkg.service.sparql_guard import check_query
 
     check_query("ASK {}")  # load the SPARQL grammar (~1 s) before the first request comes
     out = sys.stdout.buffer

@@ -59,7 +59,7 @@ class SpecRegistry:
         """:meth:`add`, also returning what the workflow had before (for :meth:`restore`)."""
         # YAML aliases are accepted as the CLI accepts them: parse_spec refuses a spec that
         # would expand past MAX_SPEC_NODES values before building it (an alias bomb)
-        spec = parse_spec(text, source="request body", echo=False)  # DESIGN §7: no echo
+        spec = parse_spec(text, source="request body", echo=False)  # an API error never echoes the body
         with self._lock:
             previous = ((self._texts[spec.workflow], self._specs[spec.workflow])
                         if spec.workflow in self._texts else None)

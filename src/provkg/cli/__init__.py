@@ -3,7 +3,7 @@
 The only part of provkg that prints or reads command-line arguments. Parsing lives in
 :mod:`provkg.cli.parser`; each command group is a module (``store``: init, load, export,
 link, check-links; ``ingest``; ``query``: query, sparql; ``specs``; ``replay``; ``bench``;
-``serve``: serve, listen, demo, schema) whose handlers call the use cases of
+``serve``: serve, listen, schema; ``demo``) whose handlers call the use cases of
 :mod:`provkg.service` and print what they return, with :mod:`provkg.cli.output`.
 """
 

@@ -1,4 +1,4 @@
-"""Wire format v1 of capture events (DESIGN.md section 3), as strict pydantic models.
+"""Wire format v1 of capture events (docs/reference/wire-format.md), as strict pydantic models.
 
 A batch is ``{"format": "provkg.events/1", "events": [...]}``; on disk one event
 per line (JSONL). Unknown fields are refused, and every error names the JSON

@@ -1,5 +1,7 @@
 """Classify user SPARQL before it reaches a store: read-only forms only, no open SERVICE.
 
+The one read-only guard: ``provkg sparql`` and the server's ``/v1/sparql`` both run it.
+
 The query is parsed (rdflib's SPARQL 1.1 grammar), never matched with regular
 expressions: keywords inside strings, comments or IRIs cannot fool a parser.
 Updates (``INSERT``, ``DELETE``, ``LOAD``, ``CLEAR``, ``DROP``, ...) are refused
@@ -11,21 +13,26 @@ forgery). ``SERVICE ?variable`` is always refused.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-from provkg.api.errors import ReadOnlyQuery
-from provkg.errors import QuerySyntaxError
-from provkg.store.base import SPARQL_PARSER_LOCK, refuse_deep_nesting
+from provkg.errors import BadParameter, QuerySyntaxError, ReadOnlyQuery
+from provkg.store.base import SPARQL_PARSER_LOCK, refuse_deep_nesting, syntax_error
+from provkg.term import SPARQL_NOISE, nesting_depth
+from provkg.vocab import PREFIXES
 
-__all__ = ["GuardedQuery", "check_query", "query_form_of", "MAX_QUERY_CHARS", "UPDATE_REFUSED"]
+__all__ = ["GuardedQuery", "check_query", "query_form", "query_form_of", "with_provkg_prefixes", "MAX_QUERY_CHARS", "UPDATE_REFUSED",
+           "SERVICE_REFUSED"]
 
 #: longer query texts are refused before parsing
 MAX_QUERY_CHARS = 100_000
 
 UPDATE_REFUSED = ("SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, CREATE, ADD, MOVE, COPY) "
                    "are refused: this endpoint is read-only; use POST /v1/events to write")
+SERVICE_REFUSED = ("SERVICE is refused for endpoints not listed in the server's "
+                   "allowed_service_endpoints setting (PROVKG_ALLOWED_SERVICE_ENDPOINTS)")
 
 _FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct",
           "DescribeQuery": "describe"}
@@ -46,6 +53,8 @@ def check_query(text: str, *, allowed_service_endpoints: list[str] | tuple[str, 
 
     >>> check_query("SELECT * WHERE { ?s ?p ?o } LIMIT 1").form
     'select'
+    >>> query_form("PREFIX p: <http://x/> # comment\\nSELECT * WHERE { ?s ?p ?o }")
+    'SELECT'
 
     Raises:
         ReadOnlyQuery: an update, or ``SERVICE`` to an endpoint not allowed.
@@ -78,17 +87,57 @@ def query_form_of(text: str) -> str:
 
     Raises:
         ReadOnlyQuery: an update.  QuerySyntaxError: empty, too long, or no query form."""
-    from provkg.errors import BadParameter
-    from provkg.service.querying import query_form
-
     _check_size(text)
     try:
         form = query_form(text)
     except BadParameter:
         raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query") from None
     if form == "UPDATE":
-        raise ReadOnlyQuery(UPDATE_REFUSED)
+        raise ReadOnlyQuery(UPDATE_REFUSED, refused="update")
     return form.lower()
+
+
+def query_form(text: str) -> str:
+    """The form of a SPARQL request: SELECT, ASK, CONSTRUCT, DESCRIBE, or UPDATE."""
+    body = _PROLOGUE.sub("", SPARQL_NOISE.sub(lambda m: "<>" if m.group(0).startswith("<") else " ", text))
+    word = re.match(r"\s*([A-Za-z]+)", body)
+    first = word.group(1).upper() if word else ""
+    if first in _READ_FORMS:
+        return first
+    if first in _UPDATE_WORDS:
+        return "UPDATE"
+    raise BadParameter("not a SPARQL query: expected SELECT, ASK, CONSTRUCT or DESCRIBE "
+                       "after the PREFIX / BASE lines")
+
+
+_READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
+_UPDATE_WORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
+                 "WITH")
+_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[\w\-.]*:\s*<>|BASE\s*<>)\s*)*", re.IGNORECASE)
+
+
+def with_provkg_prefixes(text: str) -> tuple[str, int]:
+    """``text`` with PREFIX lines for the provkg prefixes (``provml:``, ``prov:``, ... as in
+    :data:`provkg.vocab.PREFIXES`) it uses without declaring, on one line of their own before
+    it, and how many lines that added (0 or 1: an error's line number is that much too high).
+    A prefix the query declares keeps its own IRI.
+
+    >>> text, added = with_provkg_prefixes("SELECT * { ?x a provml:Model }")
+    >>> added, text.splitlines()[0]
+    (1, 'PREFIX provml: <https://w3id.org/provkg/provml#>')
+    >>> with_provkg_prefixes("PREFIX provml: <urn:x#> SELECT * { ?x a provml:Model }")[1]
+    0
+    """
+    body = SPARQL_NOISE.sub(" ", text)
+    declared = {m.group(1) for m in _DECLARED.finditer(body)}
+    used = sorted(p for p in PREFIXES if p not in declared
+                  and re.search(rf"(?<![\w?$:.\-]){re.escape(p)}:", body))
+    if not used:
+        return text, 0
+    return " ".join(f"PREFIX {p}: <{PREFIXES[p]}>" for p in used) + "\n" + text, 1
+
+
+_DECLARED = re.compile(r"\bPREFIX\s+([A-Za-z][\w.\-]*)?\s*:", re.IGNORECASE)
 
 
 def _check_size(text: str) -> None:
@@ -125,9 +174,9 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
         raise QuerySyntaxError("the query nests too deeply to parse") from None
     except ParseBaseException as exc:
         if _is_update(view, parseUpdate):
-            raise ReadOnlyQuery(UPDATE_REFUSED) from None
-        raise QuerySyntaxError(f"SPARQL syntax error: {exc.msg}", line=exc.lineno,
-                               column=exc.col) from None
+            raise ReadOnlyQuery(UPDATE_REFUSED, refused="update") from None
+        raise _in_oxigraph_words(text) or QuerySyntaxError(
+            f"SPARQL syntax error: {exc.msg}", line=exc.lineno, column=exc.col) from None
     form = _FORMS.get(getattr(parsed[1], "name", ""), "")
     if not form:
         raise QuerySyntaxError("expected a SELECT, ASK, CONSTRUCT or DESCRIBE query")
@@ -135,10 +184,31 @@ def _check(text: str, allowed_service_endpoints: tuple[str, ...]) -> GuardedQuer
     allowed = set(allowed_service_endpoints)
     for endpoint in services:
         if endpoint not in allowed:
-            raise ReadOnlyQuery(
-                "SERVICE is refused for endpoints not listed in the server's "
-                "allowed_service_endpoints setting (PROVKG_ALLOWED_SERVICE_ENDPOINTS)")
+            raise ReadOnlyQuery(SERVICE_REFUSED, refused="service")
     return GuardedQuery(text=text, form=form, services=services)
+
+
+#: deeper, Oxigraph's recursive parser may take the process down
+_OXIGRAPH_PARSE_DEPTH = 64
+
+
+def _in_oxigraph_words(text: str) -> QuerySyntaxError | None:
+    """The syntax error as Oxigraph (the default store) says it, so that one query gets one
+    message and position from ``provkg sparql`` and from the API; None when Oxigraph is not
+    installed, parses the text, or nests too deeply to ask it."""
+    try:
+        import pyoxigraph as ox
+    except ImportError:
+        return None
+    if nesting_depth(text) > _OXIGRAPH_PARSE_DEPTH:
+        return None
+    try:
+        ox.Store().query(text)  # an empty store: parses, and has nothing to evaluate
+    except SyntaxError as parsed:
+        return syntax_error(str(parsed), query=text)
+    except Exception:  # noqa: BLE001 - Oxigraph's verdict is only a better message
+        return None
+    return None
 
 
 def _is_update(text: str, parse_update: Any) -> bool:

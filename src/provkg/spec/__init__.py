@@ -1,4 +1,4 @@
-"""Prospective specs v1 (DESIGN.md section 4): what each transformation and attribute *is*.
+"""Prospective specs v1 (docs/reference/spec-format.md): what each transformation and attribute *is*.
 
 A spec is YAML (or JSON, which YAML reads too). Loading keeps the line of every
 node, so each problem is reported as ``FILE:LINE: field.path: message`` and all

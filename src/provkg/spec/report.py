@@ -1,7 +1,7 @@
 """A spec's problems, each as ``SOURCE:LINE: field.path: message``, kept in line order.
 
 :class:`Report` also says whether problems may quote the spec's own names (``echo``): the
-CLI does, since seeing the typo helps; the API does not (DESIGN section 7: an error never
+CLI does, since seeing the typo helps; the API does not (docs/reference/rest.md: an error never
 echoes what a client sent). Every check that words a problem asks the report, so the choice
 is made once, by whoever parses.
 """

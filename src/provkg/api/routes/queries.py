@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.errors import NotAcceptable, TooManyRows
-from provkg.api.openapi import ROWS_NOT_ACCEPTABLE, error_responses
+from provkg.api.openapi import (
+    QUERY_ERRORS,
+    ROWS_NOT_ACCEPTABLE,
+    canned_query_parameters,
+    error_responses,
+)
 from provkg.api.render import NOTE_HEADER, ROWS_FORMATS, header_text, rows_format, rows_response
 from provkg.errors import BadParameter, UnknownQuery
+from provkg.service.querying import query_catalog
 
 router = APIRouter(tags=["queries"])
 
@@ -39,8 +45,6 @@ def _describe(query: Any) -> dict[str, Any]:
                                  "default": "loss"}],
                  "columns": ["model", "role", "name", "value"]}]}}}})
 async def list_queries() -> list[dict[str, Any]]:
-    from provkg.service.querying import query_catalog
-
     return [_describe(q) for q in query_catalog()]
 
 
@@ -59,11 +63,16 @@ async def list_queries() -> list[dict[str, Any]]:
     responses={200: {"content": {
         "application/json": {"example": {"columns": ["model", "role", "name", "value"],
                                          "rows": [["m-1", "hyperparameter", "learning_rate", 0.001]]}},
-        "text/csv": {}}}, **error_responses(400, 404, 504), 406: ROWS_NOT_ACCEPTABLE},
+        "text/csv": {}}}, **QUERY_ERRORS, **error_responses(504), 406: ROWS_NOT_ACCEPTABLE},
+    # each canned query takes its own parameters: the union, each naming its queries
+    openapi_extra={"parameters": canned_query_parameters(query_catalog())},
 )
-async def run_canned(name: str, request: Request) -> Response:
+async def run_canned(
+    request: Request,
+    name: str = Path(description="the canned query, as named in the catalog (`GET /v1/queries`)"),
+) -> Response:
     from provkg.queries.catalog import get_query
-    from provkg.service.querying import query_catalog, run_query, unknown_attributes, why_empty
+    from provkg.service.querying import run_query, unknown_attributes, why_empty
 
     service = request.app.state.service
     if name not in {q.name for q in query_catalog()}:

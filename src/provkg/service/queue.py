@@ -1,12 +1,7 @@
 """A durable local ingest queue: accepted batches reach the disk before the client hears 202.
 
-Layout of the queue folder::
-
-    000000000007.seg   appended records: magic, length, event count, crc32, payload
-    cursor             "<segment> <offset>": how far the worker has applied (fsync'd)
-    rejected/          the dead-letter folder: batches that cannot be applied because of
-                       their content, one file each (kept, never silently dropped)
-    rejected.log       one line per dead letter: UTC time, file name, reason
+Shared by ``provkg serve`` (``POST /v1/events``) and the MQTT listener; the folder's files
+(segments of records, the cursor, the dead-letter folder) are :mod:`provkg.service.queue_files`.
 
 Producers call :meth:`IngestQueue.submit`; one writer thread appends everything
 pending in one ``write`` and one ``fsync`` (group commit), then resolves the
@@ -33,26 +28,35 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from provkg.api.errors import QueueUnavailable
 from provkg.capture.spool import write_all
 from provkg.errors import ProvkgError, StoreError
+from provkg.service.queue_files import (
+    RECORD_HEADER,
+    SegmentReader,
+    count_events,
+    disk_takes_writes,
+    fsync_dir,
+    invalid_payloads,
+    pack_record,
+    read_cursor,
+    segment_indexes,
+    segment_path,
+    write_cursor,
+    write_dead_letter,
+)
 
-__all__ = ["IngestQueue", "QueueStats"]
+__all__ = ["IngestQueue", "QueueStats", "QueueUnavailable"]
 
 log = logging.getLogger("provkg.queue")
 
-_MAGIC = b"PKQ1"
-_HEADER = struct.Struct("<4sIII")  # magic, payload length, events, crc32(payload)
 _SEGMENT_BYTES = 64 * 1024 * 1024
 _RETRY_MAX_S = 5.0
 #: a retried problem is logged again after this many seconds
@@ -60,6 +64,13 @@ _RETRY_LOG_EVERY_S = 60.0
 #: while the disk refuses batches, how often the writer sees whether it has room again
 _PROBE_EVERY_S = 5.0
 _CURSOR_EVERY_S = 0.5
+
+
+class QueueUnavailable(ProvkgError):
+    """The queue takes no batch now: closed, its disk refused the write, or its folder is
+    another process's (the API answers 503)."""
+
+    code = "queue_unavailable"
 
 
 @dataclass(frozen=True)
@@ -142,7 +153,9 @@ class IngestQueue:
             if index < cursor[0]:
                 self._segment_path(index).unlink(missing_ok=True)  # applied earlier
         old = [i for i in segments if i >= cursor[0]]
-        self._counts["replayed_events"] = self._count_replay(old, cursor)
+        self._counts["replayed_events"] = replayed = count_events(self.directory, old, cursor)
+        if replayed:
+            log.info("replaying %d queued events from %s", replayed, self.directory)
         self._active_index = (max(segments) + 1) if segments else max(cursor[0], 1)
         self._open_segment(self._active_index)
         self._durable = (self._active_index, 0)
@@ -251,13 +264,13 @@ class IngestQueue:
                     # probe that says not ready keeps traffic away, so none would come)
                     self._cond.wait(_PROBE_EVERY_S)
                     if not self._pending and not self._closing and self._write_failed \
-                            and self._disk_takes_writes(self._write_failed[2]):
+                            and disk_takes_writes(self.directory, self._write_failed[2]):
                         self._write_failed = None
                 pending, self._pending = self._pending, []
                 if not pending and self._closing:
                     return
             try:
-                self._append([self._record(p, n) for p, n, _ in pending])
+                self._append([pack_record(p, n) for p, n, _ in pending])
             except (OSError, ValueError) as exc:  # ValueError: a file closed under us
                 # disk full, I/O error: these batches are refused (503), not acknowledged, and
                 # the next ones are tried again, so the queue takes batches once the disk is
@@ -265,7 +278,7 @@ class IngestQueue:
                 # 503 until a restart)
                 log.error("ingest queue cannot write to %s: %s", self.directory, exc)
                 with self._cond:
-                    size = sum(len(p) + _HEADER.size for p, _, _ in pending)
+                    size = sum(len(p) + RECORD_HEADER.size for p, _, _ in pending)
                     self._write_failed = (time.monotonic(), str(exc), size)
                 for _, _, future in pending:
                     future.set_exception(QueueUnavailable(f"the ingest queue cannot write: {exc}"))
@@ -277,26 +290,6 @@ class IngestQueue:
                 self._cond.notify_all()
             for _, n, future in pending:
                 future.set_result(n)
-
-    def _disk_takes_writes(self, size: int) -> bool:
-        """Whether as many bytes as the last refused batch (at least a page, at most 64 MiB)
-        can be written and synced in the queue's folder now: a page alone fits on a disk with
-        a few KiB free, where health would say ready and every batch would still be refused."""
-        probe = self.directory / "probe.tmp"
-        size = min(max(size, 4096), 64 * 1024 * 1024)
-        try:
-            with open(probe, "wb", buffering=0) as out:
-                write_all(out, bytes(size))
-                os.fsync(out.fileno())
-            return True
-        except OSError:
-            return False
-        finally:
-            probe.unlink(missing_ok=True)
-
-    @staticmethod
-    def _record(payload: bytes, events: int) -> bytes:
-        return _HEADER.pack(_MAGIC, len(payload), events, zlib.crc32(payload)) + payload
 
     def _append(self, records: list[bytes]) -> None:
         data = b"".join(records)
@@ -333,16 +326,12 @@ class IngestQueue:
             self._file.close()
         self._file = opened
         if self._fsync:  # the new file's name must survive a crash too
-            dir_fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            fsync_dir(self.directory)
 
     # -- the applier ------------------------------------------------------------
 
     def _apply_loop(self) -> None:
-        reader = _SegmentReader(self)
+        reader = SegmentReader(self.directory, self._segments)
         saved = self._applied_pos  # where the cursor on disk points
         saved_at = time.monotonic()
 
@@ -421,7 +410,7 @@ class IngestQueue:
                 except Exception as exc:
                     # a batch that does not decode is content, not an outage: look for it (and
                     # only if all decode, for one that does not validate either)
-                    invalid = _invalid_payloads(chunk, decode_only=True) or _invalid_payloads(chunk)
+                    invalid = invalid_payloads(chunk, decode_only=True) or invalid_payloads(chunk)
                     if invalid:
                         for i, reason in invalid.items():
                             self._dead_letter(chunk[i], f"it does not follow the wire format: {reason}")
@@ -464,41 +453,11 @@ class IngestQueue:
         Returns:
             the file the payload was written to; None when ``once`` was set aside before.
         """
-        suffix = (".json.gz" if payload.startswith(b"\x1f\x8b") else
-                  ".json.zst" if payload.startswith(b"\x28\xb5\x2f\xfd") else ".json")
-        now = datetime.now(UTC)
         with self._cond:  # the applier rejects too
-            if not self.rejected_dir.is_dir():
-                self.rejected_dir.mkdir()
-                if self._fsync:
-                    _fsync_dir(self.directory)
-            stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
-            names = [f"{once}{suffix}"] if once else [f"{stamp}-{n:03d}{suffix}" for n in range(1000)]
-            for name in names:
-                path = self.rejected_dir / name
-                try:
-                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                    break
-                except FileExistsError:
-                    continue
-            else:
-                if once:
-                    return None
-                raise OSError(f"cannot name a dead letter in {self.rejected_dir}")  # pragma: no cover
-            with open(fd, "wb") as out:
-                out.write(payload)
-                out.flush()
-                if self._fsync:
-                    os.fsync(out.fileno())
-            flat = " ".join(reason.split())  # one line per dead letter
-            line = f"{now.isoformat(timespec='seconds')}\t{path.name}\t{flat}\n"
-            with open(self.directory / "rejected.log", "ab") as out:
-                out.write(line.encode("utf-8", "replace"))
-                out.flush()
-                if self._fsync:
-                    os.fsync(out.fileno())
-            if self._fsync:
-                _fsync_dir(self.rejected_dir)
+            path = write_dead_letter(self.directory, payload, reason=reason,
+                                     now=datetime.now(UTC), once=once, fsync=self._fsync)
+            if path is None:
+                return None
             self._counts["rejected_batches"] += 1
             self._counts["dead_letters"] += 1
         return path
@@ -518,123 +477,13 @@ class IngestQueue:
                 "each process its own PROVKG_QUEUE_DIR)") from None
 
     def _segment_path(self, index: int) -> Path:
-        return self.directory / f"{index:012d}.seg"
+        return segment_path(self.directory, index)
 
     def _segments(self) -> list[int]:
-        return sorted(int(p.stem) for p in self.directory.glob("*.seg") if p.stem.isdigit())
+        return segment_indexes(self.directory)
 
     def _read_cursor(self) -> tuple[int, int]:
-        try:
-            seg, off = (self.directory / "cursor").read_text().split()
-            return int(seg), int(off)
-        except (FileNotFoundError, ValueError):
-            return (0, 0)
+        return read_cursor(self.directory)
 
     def _write_cursor(self, pos: tuple[int, int]) -> None:
-        tmp = self.directory / "cursor.tmp"
-        with open(tmp, "w") as out:
-            out.write(f"{pos[0]} {pos[1]}\n")
-            out.flush()
-            if self._fsync:
-                os.fsync(out.fileno())
-        os.replace(tmp, self.directory / "cursor")
-
-    def _count_replay(self, segments: list[int], cursor: tuple[int, int]) -> int:
-        total = 0
-        for index in segments:
-            start = cursor[1] if index == cursor[0] else 0
-            for _, events, _ in _records(self._segment_path(index), start, None):
-                total += events
-        if total:
-            log.info("replaying %d queued events from %s", total, self.directory)
-        return total
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _invalid_payloads(chunk: list[bytes], *, decode_only: bool = False) -> dict[int, str]:
-    """``{index: reason}`` of the payloads that fail the accept rule (``POST /v1/events``);
-    with ``decode_only`` of those that are not even JSON by that rule (what the worker's
-    decoder fails on), so that a valid-but-old batch next to them is still applied."""
-    from provkg.events import load_json, parse_batch  # pydantic: only once something went wrong
-
-    out: dict[int, str] = {}
-    for i, payload in enumerate(chunk):
-        if payload.startswith(b"\xef\xbb\xbf"):  # the worker reads the bytes as queued
-            out[i] = "starts with a UTF-8 byte order mark"
-            continue
-        try:
-            load_json(payload) if decode_only else parse_batch(payload)
-        except ProvkgError as exc:
-            out[i] = str(exc)
-        except Exception as exc:  # noqa: BLE001 - not even bytes the parser takes: a dead letter
-            out[i] = f"{type(exc).__name__}: {exc}"
-    return out
-
-
-def _records(path: Path, start: int, stop: int | None):
-    """Yield ``(payload, events, end_offset)`` from ``start`` until ``stop`` (or a torn tail)."""
-    try:
-        data = path.read_bytes() if stop is None else _read_range(path, start, stop)
-    except FileNotFoundError:
-        return
-    pos = start if stop is None else 0
-    base = 0 if stop is None else start
-    while pos + _HEADER.size <= len(data):
-        magic, length, events, crc = _HEADER.unpack_from(data, pos)
-        body_start = pos + _HEADER.size
-        payload = data[body_start: body_start + length]
-        if magic != _MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
-            log.warning("%s: unreadable record at offset %d (a torn tail from a crash is "
-                        "normal: it was never acknowledged)", path.name, base + pos)
-            return
-        pos = body_start + length
-        yield payload, events, base + pos
-
-
-def _read_range(path: Path, start: int, stop: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(start)
-        return f.read(stop - start)
-
-
-class _SegmentReader:
-    """Reads records for the applier, segment after segment."""
-
-    def __init__(self, queue: IngestQueue):
-        self._queue = queue
-
-    def read_chunk(self, pos: tuple[int, int], durable: tuple[int, int], *,
-                   max_events: int) -> tuple[list[bytes], int, tuple[int, int]]:
-        """Payloads from ``pos`` on, up to ``max_events``: ``(payloads, events, new_pos)``."""
-        queue = self._queue
-        index, offset = pos
-        chunk: list[bytes] = []
-        events = 0
-        while True:
-            active = index >= durable[0]
-            end = offset
-            stop = durable[1] if active else None
-            for payload, n, end in _records(queue._segment_path(index), offset, stop):
-                chunk.append(payload)
-                events += n
-                if events >= max_events:
-                    return chunk, events, (index, end)
-            if active:
-                return chunk, events, (index, end)
-            # an older segment is done (end of file or a torn tail): on to the next one
-            later = [i for i in queue._segments() if i > index]
-            index, offset = (later[0] if later else durable[0]), 0
-            if chunk:
-                return chunk, events, (index, 0)
-
-    def drop_segments_before(self, index: int) -> None:
-        for old in self._queue._segments():
-            if old < index:
-                self._queue._segment_path(old).unlink(missing_ok=True)
+        write_cursor(self.directory, pos, fsync=self._fsync)
