@@ -360,7 +360,7 @@ def test_a_loopback_server_answers_only_for_loopback_host_names(server: ApiServe
 
 def test_spec_errors_never_echo_what_was_sent(server: ApiServer, unchanged: None) -> None:
     # found by black-box testing: a section's `of`, duplicate names and unknown keys came back
-    # in the 422 (a pasted token would leak into the answer and the logs); DESIGN §7
+    # in the 422 (a pasted token would leak into the answer and the logs)
     secret = "ghp_LEAKME0123"
     spec = (f"workflow: w\nphase: learning\ntransformations:\n"
             f"  - {{name: a, kind: section, of: {secret}}}\n"

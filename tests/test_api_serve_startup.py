@@ -1,5 +1,5 @@
 """``provkg serve`` checks everything it needs before it says it is serving: settings, port,
-store and queue folder. Each problem is one ``error: ...`` line and exit status 1 (DESIGN §8),
+store and queue folder. Each problem is one ``error: ...`` line and exit status 1 (docs/reference/cli.md),
 never a traceback, a "serving" line, or a server that starts and then fails every batch."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_a_remote_store_that_does_not_answer_yet_is_waited_for(tmp_path: Path) -
     from mapper_support import SPEC_YAML, lifecycle_events
 
     from provkg.events import FORMAT
-    from provkg.store.launch import OxigraphServer
+    from provkg.testing import OxigraphServer
 
     oxigraph = OxigraphServer(tmp_path / "oxigraph")
     yaml = {"Content-Type": "application/yaml"}

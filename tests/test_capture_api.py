@@ -426,3 +426,22 @@ def test_a_domain_lost_in_a_forked_child_is_said_there():
             finally:
                 os._exit(0 if any("child-only.sgy' was not sent" in m for m in seen) else 3)
         assert os.waitpid(pid, 0)[1] >> 8 == 0
+
+
+def test_bare_workflow_track_records_into_that_workflow_not_the_current_one():
+    """``@wf.track`` without parentheses records each call into ``wf``, as ``@wf.track()``
+    does, even while another run is the current one."""
+    sink_a, sink_b = capture.MemorySink(), capture.MemorySink()
+    wf_a = capture.workflow("a", sink=sink_a, run_id="run-a").begin()
+
+    @wf_a.track
+    def prepare(x):
+        return x + 1
+
+    with capture.workflow("b", sink=sink_b, run_id="run-b"):
+        assert prepare(1) == 2
+    wf_a.end()
+    tasks_a = [e for e in _events(sink_a) if e["type"] == "task"]
+    assert {e["transformation"] for e in tasks_a} == {"prepare"}
+    assert {e["workflow_id"] for e in tasks_a} == {"run-a"}
+    assert not [e for e in _events(sink_b) if e["type"] == "task"]

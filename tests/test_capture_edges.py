@@ -2,7 +2,7 @@
 
 Each test is a case where events used to be lost or recorded wrongly while the user's code
 ran on unaware: the contract is that provenance never raises into user code *and* that no
-event is lost (DESIGN.md §5).
+event is lost (docs/explanation/capture.md).
 """
 
 from __future__ import annotations

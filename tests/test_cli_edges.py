@@ -1,5 +1,5 @@
 """CLI behaviour on input found by black-box testing: every problem is `error: …` and exit 1
-(DESIGN §8), never a traceback; JSON / CSV output keeps the `{"columns", "rows"}` shape."""
+(docs/reference/cli.md), never a traceback; JSON / CSV output keeps the `{"columns", "rows"}` shape."""
 
 from __future__ import annotations
 
@@ -374,7 +374,7 @@ def test_a_command_that_only_reads_takes_no_lock(tmp_path: Path) -> None:
 
 
 def test_query_without_a_name_is_an_error_line_and_shows_the_catalog(capsys) -> None:
-    # DESIGN §8: errors are `error: ...` lines (black-box testing: this one had no prefix)
+    # errors are `error: ...` lines
     assert main(["query"]) == 2
     out = capsys.readouterr()
     assert out.err == "error: give a query name, or --list for the catalog\n"

@@ -1,4 +1,4 @@
-"""A data parameter names a captured value by its id or by its location URI (DESIGN §6),
+"""A data parameter names a captured value by its id or by its location URI (docs/reference/queries.md),
 also when the value was captured with an id of its own, and when several captured values
 (here two runs, each with its own id) refer to the same location."""
 
@@ -494,3 +494,38 @@ def test_a_folder_an_older_capture_stored_without_its_slash_is_found_by_path_and
     embedded_store.add([(node, iri(PROVLAKE.location), literal("file:///data/old", XSD.anyURI))])
     for given in ("/data/old/", "file:///data/old/", "file:///data/old", "/data/old"):
         assert values_at_location(embedded_store, given) == [node], given
+
+
+def test_a_relative_path_names_the_file_it_is_in_the_given_folder(embedded_store, tmp_path):
+    """A data parameter written as a relative path (``models/a.pt``) names the file at that
+    path from ``relative_to`` (the CLI's working directory); an id that is no such path stays
+    an id, and without ``relative_to`` a relative path is an id too."""
+    spec = parse_spec(SPEC)
+    here = tmp_path / "project"
+    model = (here / "models" / "a.pt").as_uri()
+    embedded_store.add([*map_spec(spec), *map_events(
+        _run("run-1", "data-1", "model-A", model, 1_700_000_000.0), {"fit": spec})])
+    by_uri = run_query(embedded_store, "d2", {"model": model}).rows
+    assert by_uri == [["layers", 3]]
+    for written in ("models/a.pt", "./models/a.pt", "models/../models/a.pt"):
+        assert run_query(embedded_store, "d2", {"model": written}, relative_to=here).rows == by_uri
+    assert run_query(embedded_store, "d2", {"model": "models/a.pt"}).rows == []
+    assert run_query(embedded_store, "d2", {"model": "model-A"}, relative_to=here).rows == by_uri
+    assert run_query(embedded_store, "d2", {"model": "models/b.pt"}, relative_to=here).rows == []
+
+
+def test_provkg_query_reads_a_relative_path_from_its_working_directory(tmp_path, monkeypatch, capsys):
+    import json
+
+    from provkg.cli import main
+    from provkg.store import open_store
+
+    spec = parse_spec(SPEC)
+    model = (tmp_path / "models" / "a.pt").as_uri()
+    url = f"oxigraph:{tmp_path / 'store'}"
+    with open_store(url) as s:
+        s.add([*map_spec(spec), *map_events(
+            _run("run-1", "data-1", "model-A", model, 1_700_000_000.0), {"fit": spec})])
+    monkeypatch.chdir(tmp_path)
+    assert main(["query", "d2", "-p", "model=models/a.pt", "--store", url, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == [["layers", 3]]

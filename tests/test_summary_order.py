@@ -1,5 +1,5 @@
 """Section summaries (``granularity: summary``) are exact whatever the order, the chunking into
-ingest sessions and the re-deliveries of the events (DESIGN §3, docs/reference/graph.md "Section summaries").
+ingest sessions and the re-deliveries of the events (docs/reference/wire-format.md, docs/reference/graph.md "Section summaries").
 
 The lifecycle is the query tests' one (``tests/lifecycle.py``: captured with the capture library,
 so a section's ``end`` names no parent; seismic lineage, so Q5 applies), with the training and

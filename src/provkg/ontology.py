@@ -106,7 +106,7 @@ def ontology_names() -> list[str]:
     return list(_FILES)
 
 
-#: DESIGN §2's prefix names, which users reach for before the file stems
+#: the namespace prefixes (docs/how-to/sparql.md), which users reach for before the file stems
 _ALIASES = {"provml": "prov-ml", "sprov": "s-prov", "seis": "seismic"}
 
 #: media type -> rdflib serializer name, Turtle (the files' own form) first
@@ -115,7 +115,7 @@ ONTOLOGY_FORMATS = {"text/turtle": "turtle", "application/n-triples": "nt",
 
 
 def ontology_name(name: str) -> str:
-    """The ontology's name for a name or its DESIGN prefix (``provml`` -> ``prov-ml``)."""
+    """The ontology's name for a name or its namespace prefix (``provml`` -> ``prov-ml``)."""
     return _ALIASES.get(name, name)
 
 

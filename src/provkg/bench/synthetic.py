@@ -97,7 +97,7 @@ def shape_for_scale(scale: float, *, base: Shape = PAPER_SHAPE) -> Shape:
 
 
 # ---------------------------------------------------------------------------
-# prospective side: specs (YAML, DESIGN section 4) and the domain KG
+# prospective side: specs (YAML, docs/reference/spec-format.md) and the domain KG
 
 
 def _attr(name: str, role: str, concept: str | None = None) -> str:

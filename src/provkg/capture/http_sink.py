@@ -1,4 +1,4 @@
-"""``http(s)://HOST:PORT`` — batches POSTed to ``/v1/events`` (DESIGN §3 and §7).
+"""``http(s)://HOST:PORT`` — batches POSTed to ``/v1/events`` (docs/reference/wire-format.md, docs/reference/rest.md).
 
 One keep-alive connection (the standard library's ``http.client``: nothing heavy to import on an
 edge device), bodies compressed with gzip or zstd (``Content-Encoding``), a few quick retries

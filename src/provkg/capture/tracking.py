@@ -35,7 +35,7 @@ def tracker(transformation: str | Callable[..., Any] | None = None, *,
     """``track(...)``: a decorator recording each call as a task (or, used bare, the decorated
     function)."""
     if callable(transformation):  # used bare: @track
-        return tracker()(transformation)
+        return tracker(workflow=workflow)(transformation)
 
     def decorate(fn: F) -> F:
         name = transformation or getattr(fn, "__name__", "function")

@@ -17,8 +17,10 @@ import json
 import re
 import sys
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from provkg.service.json_values import json_cell, text_cell
+from provkg.vocab import DEFAULT_BASE
 from provkg.store import Rows, display_url
 
 if TYPE_CHECKING:
@@ -105,9 +107,10 @@ def _plain(value: Any) -> Any:
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
-def format_rows(rows: Rows, fmt: str) -> str:
+def format_rows(rows: Rows, fmt: str, *, short_ids: bool = False) -> str:
     """Rows as ``json`` (``{"columns": [...], "rows": [[...]]}``, numbers as numbers), ``csv``,
-    or a ``table`` for people."""
+    or a ``table`` for people; with ``short_ids`` the table shows a captured value's, task's or
+    run's IRI as the id it was minted from (``run-1/training``; JSON and CSV keep the IRI)."""
     if fmt == "json":  # strict JSON: NaN / Infinity as the API writes them; integers exact
         return json.dumps({"columns": rows.columns,
                            "rows": [[json_cell(_plain(v)) for v in r] for r in rows.rows]},
@@ -118,7 +121,25 @@ def format_rows(rows: Rows, fmt: str) -> str:
         writer.writerow(rows.columns)
         writer.writerows([[text_cell(v) for v in r] for r in rows.rows])
         return out.getvalue().rstrip("\n")
-    return table(rows.columns, [[text_cell(v) for v in r] for r in rows.rows])
+    cell = _short_cell if short_ids else text_cell
+    return table(rows.columns, [[cell(v) for v in r] for r in rows.rows])
+
+
+#: minted kinds whose one path part is the id a client gave (provkg.term.mint_iri)
+_ID_KINDS = tuple(f"{DEFAULT_BASE}{kind}/" for kind in ("value", "task", "run", "agent"))
+
+
+def _short_cell(value: object) -> str:
+    """A minted IRI as its id; other cells as :func:`text_cell` writes them.
+
+    >>> _short_cell("https://w3id.org/provkg/id/task/run-1/epoch%203")
+    'run-1/epoch 3'
+    """
+    text = text_cell(value)
+    if isinstance(value, str) and text.startswith(_ID_KINDS):
+        minted = text[len(DEFAULT_BASE):].split("/", 1)[1]
+        return unquote(minted) if minted else text
+    return text
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

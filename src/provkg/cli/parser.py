@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=None,
                    help="epochs per training (default 6, 2 with --small; smaller = faster)")
     p.add_argument("--small", action="store_true", help="tiny sizes, for tests")
-    p.set_defaults(handler=_command("serve", "cmd_demo"))
+    p.set_defaults(handler=_command("demo", "cmd_demo"))
 
     # -- init / load --------------------------------------------------------
     p = add("init", "load the provkg ontologies (PROVLake, PROV-ML, S-PROV, seismic) into the store",
@@ -232,9 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     # -- queries ------------------------------------------------------------
     p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)",
             "Runs a canned lifecycle query with its parameters bound (never pasted into the\n"
-            "SPARQL). A data parameter (model, dataset, data) takes a captured value id or the\n"
-            "data's location URI; training takes a task id; ids and IRIs a query printed can be\n"
-            "given back. --schema must be the one the store was ingested in.\n\nexamples:\n"
+            "SPARQL). A data parameter (model, dataset, data) takes a captured value id, the\n"
+            "data's location URI or its path (a relative one from the working directory);\n"
+            "training takes a task id; ids and IRIs a query printed can be given back. Tables\n"
+            "show ids (run-1/training), json / csv the full IRIs. --schema must be the one the\n"
+            "store was ingested in.\n\nexamples:\n"
             "  provkg query --list\n"
             "  provkg query q1 -p model=file:///models/m.pt\n"
             "  provkg query d5 -p workflow=flower-training -p k=5 --format csv\n"
@@ -255,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("sparql", "run a read-only SPARQL query from a file ('-' for stdin)",
             "Runs SELECT, ASK, CONSTRUCT or DESCRIBE (updates and SERVICE are refused) over every\n"
-            "graph of the store; CONSTRUCT / DESCRIBE print N-Triples as a table.\n\nexamples:\n"
+            "graph of the store; CONSTRUCT / DESCRIBE print N-Triples as a table. provkg's\n"
+            "prefixes (prov:, provml:, provlake:, seis:, ... ) need no PREFIX line.\n\nexamples:\n"
             "  provkg sparql my-query.rq --format csv\n"
             "  echo 'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }' | provkg sparql - --format json")
     _store_arg(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from provkg.cli.output import error, format_rows, note, snapshot_note
 from provkg.errors import BadParameter, NotFound, QuerySyntaxError
@@ -11,10 +12,10 @@ from provkg.queries.catalog import get_query
 from provkg.service.querying import (
     answer_query,
     query_catalog,
-    query_form,
     render_query,
     run_sparql,
 )
+from provkg.service.sparql_guard import query_form, with_provkg_prefixes
 from provkg.store import Rows, open_store, store_dialect
 from provkg.term import ntriples_line
 
@@ -66,9 +67,9 @@ def cmd_query(args: argparse.Namespace) -> int:
     query.parse(params)  # bad parameters fail before the store is opened
     with open_store(args.store, existing=True, read_only=True) as store:
         snapshot_note(store, "answering from")
-        answer = answer_query(store, args.name, params, schema=schema)
+        answer = answer_query(store, args.name, params, schema=schema, relative_to=Path.cwd())
     rows = answer.rows
-    print(format_rows(rows, args.format))
+    print(format_rows(rows, args.format, short_ids=True))
     for said in answer.notes:  # on stderr: --format json / csv output stays clean
         note(f"{'' if rows.rows else 'no rows: '}{said}")
     if answer.mismatch:
@@ -99,20 +100,33 @@ def _read_query(file: str) -> tuple[str, str]:
     return text, name
 
 
+def _in_file(exc: QuerySyntaxError, name: str, added: int) -> QuerySyntaxError:
+    """``exc`` naming the file, its line counted in the file (without the ``added`` PREFIX
+    lines provkg put before the query)."""
+    message, line = str(exc), exc.line
+    if added and line is not None and line > added:
+        told = f"line {line}"
+        message = message.replace(told, f"line {line - added}", 1)
+        line -= added
+    return QuerySyntaxError(f"{name}: {message}", line=line, column=exc.column)
+
+
 def cmd_sparql(args: argparse.Namespace) -> int:
-    """Run a read-only SPARQL query; CONSTRUCT / DESCRIBE as N-Triples in a table's place."""
+    """Run a read-only SPARQL query; CONSTRUCT / DESCRIBE as N-Triples in a table's place.
+    provkg's prefixes (``provml:``, ``prov:``, ...) need no PREFIX line."""
     text, name = _read_query(args.file)
     try:
         query_form(text)  # refuse non-queries before opening the store
     except BadParameter as exc:
         raise BadParameter(f"{name}: {exc}") from None
+    sent, added = with_provkg_prefixes(text)
     with open_store(args.store, existing=True, read_only=True) as store:
         snapshot_note(store, "answering from")
         try:
-            result = run_sparql(store, text)
+            result = run_sparql(store, sent)
         except QuerySyntaxError as exc:  # say which file the line and column are in
-            raise QuerySyntaxError(f"{name}: {exc}", line=exc.line, column=exc.column) from None
-    if isinstance(result, bool):  # ASK: one column, so json / csv keep the shape of DESIGN §7
+            raise _in_file(exc, name, added) from None
+    if isinstance(result, bool):  # ASK: one column, so json / csv keep the rows shape
         result = Rows(["boolean"], [[result]])
     elif isinstance(result, list):  # CONSTRUCT / DESCRIBE
         if args.format == "table":  # N-Triples: what people paste elsewhere

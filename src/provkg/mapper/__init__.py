@@ -20,7 +20,7 @@ from typing import Any
 
 from provkg.errors import MappingError
 from provkg.mapper import retro, sprov
-from provkg.mapper.common import SCHEMAS, MapState, Minter, as_dict
+from provkg.mapper.common import SCHEMAS, MapState, Minter, as_dict, known_schema
 from provkg.mapper.prospective import prospective_triples
 from provkg.mapper.summary import SectionSummaries
 from provkg.spec import Spec
@@ -38,12 +38,11 @@ def map_spec(spec: Spec, *, schema: str = "typed", base: str = DEFAULT_BASE) -> 
     Raises:
         MappingError: unknown schema.
     """
-    if schema not in SCHEMAS:
-        raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
+    target = known_schema(schema)
     mint = Minter(base)
-    if schema == "sprov":
+    if not target.provlake_layout:
         return sprov.prospective_triples(spec, mint=mint)
-    return prospective_triples(spec, schema=schema, mint=mint)
+    return prospective_triples(spec, schema=target, mint=mint)
 
 
 def map_events(events: Iterable[Any], specs: Mapping[str, Spec] | None = None, *,
@@ -115,8 +114,8 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
         tt = st.transformation(wt, e["transformation"])
         if tt.kind == "section" and e["event"] == "begin" and e.get("parent") is None:
             st.parentless_sections[(wt.name, tt.name)] += 1
-        if st.schema == "sprov":
-            if tt.summary:  # S-PROV has no summaries: kept in full, and said
+        if not st.schema.provlake_layout:
+            if tt.summary:  # no summaries in this layout: kept in full, and said
                 st.summary_in_full[(wt.name, tt.name)] += 1
             sprov.map_task_event(e, st, out, wt, tt)
             return
@@ -133,7 +132,7 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
                 st.summaries = SectionSummaries(st)
             out.extend(st.summaries.close(e, wt))
     elif kind == "workflow":
-        if st.schema == "sprov":
+        if not st.schema.provlake_layout:
             sprov.map_workflow_event(e, st, out)
         else:
             retro.map_workflow_event(e, st, out)

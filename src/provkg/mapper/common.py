@@ -15,6 +15,7 @@ from typing import Any
 from provkg.errors import MappingError
 from provkg.mapper import tagged, typed
 from provkg.mapper.terms import PK, PL, P
+from provkg.schemas import Schema, schema_names
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
 from provkg.vocab import DEFAULT_BASE, PREFIXES, XSD
@@ -26,10 +27,22 @@ __all__ = [
     "TransformationTerms",
     "WorkflowTerms",
     "as_dict",
+    "known_schema",
     "domain_term",
 ]
 
-SCHEMAS = ("typed", "tagged", "sprov")
+SCHEMAS = tuple(s.value for s in Schema)
+
+
+def known_schema(schema: str) -> Schema:
+    """``schema`` as its :class:`~provkg.schemas.Schema`.
+
+    Raises:
+        MappingError: no schema has that name."""
+    found = Schema.named(schema)
+    if found is None:
+        raise MappingError(f"unknown schema {schema!r}: expected one of {schema_names()}")
+    return found
 
 
 #: ids made only of characters ``mint_iri`` leaves as they are (then quoting is a no-op)
@@ -43,7 +56,7 @@ class Minter:
     """
 
     def __init__(self, base: str = DEFAULT_BASE):
-        # DESIGN §2: instances never under a vocabulary's namespace (a base of provml# would
+        # instances never under a vocabulary's namespace (a base of provml# would
         # mint provml#task/... among the classes)
         clash = next((ns for ns in PREFIXES.values() if base.startswith(ns)), None)
         if clash is not None:
@@ -107,7 +120,7 @@ class WorkflowTerms:
 
 
 def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) -> WorkflowTerms:
-    is_typed = schema == "typed"
+    is_typed = known_schema(schema).typed_classes
     wt = WorkflowTerms(name=name, term=mint.spec(name), spec=spec,
                        run_class=typed.run_class(spec.phase if spec else None) if is_typed
                        else PL.WorkflowExecution)
@@ -140,13 +153,11 @@ class MapState:
 
     def __init__(self, specs: Mapping[str, Spec] | None = None, *, schema: str = "typed",
                  base: str = DEFAULT_BASE, max_pending: int = 100_000):
-        if schema not in SCHEMAS:
-            raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
+        self.schema = known_schema(schema)
         self.specs: Mapping[str, Spec] = specs if specs is not None else {}
-        self.schema = schema
         self.base = base
         self.mint = Minter(base)
-        self.agent_class = typed.AGENT_CLASS if schema == "typed" else tagged.AGENT_CLASS
+        self.agent_class = typed.AGENT_CLASS if self.schema.typed_classes else tagged.AGENT_CLASS
         #: run id -> prospective workflow name
         self.runs: dict[str, str] = {}
         #: tasks whose run is not known yet: run id -> their events (bounded by max_pending)
@@ -229,8 +240,7 @@ class MapState:
 
     def warnings(self) -> list[str]:
         """Unknown names seen so far, one sentence each (what was stored and how)."""
-        # S-PROV has no typed classes to fall back from: there the names keep generic terms
-        plain = "with generic S-PROV terms" if self.schema == "sprov" else "as plain PROVLake"
+        plain = self.schema.untyped_names
         out = [f"workflow {w!r} has no spec: {_n(n, 'event')} stored {plain}"
                for w, n in sorted(self.no_spec.items())]
         out += [f"transformation {t!r} is not in the spec of {w!r}: {_n(n, 'event')} stored {plain}"

@@ -12,15 +12,16 @@ from collections.abc import Iterator
 from provkg.mapper import tagged, typed
 from provkg.mapper.common import Minter
 from provkg.mapper.terms import COMMENT, LABEL, PK, PL, A, term_of
+from provkg.schemas import Schema
 from provkg.spec import Spec
 from provkg.term import Triple, literal
 
 __all__ = ["prospective_triples"]
 
 
-def prospective_triples(spec: Spec, *, schema: str, mint: Minter) -> Iterator[Triple]:
+def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> Iterator[Triple]:
     """The spec's triples in ``schema`` (``typed`` or ``tagged``)."""
-    is_typed = schema == "typed"
+    is_typed = Schema(schema).typed_classes
     wf = mint.spec(spec.workflow)
     yield wf, A, PL.Workflow
     yield wf, LABEL, literal(spec.workflow)

@@ -23,6 +23,11 @@ class _Terms:
         for name, full in vocab.terms().items():
             setattr(self, name, iri(full))
 
+    def __getattr__(self, name: str) -> str:
+        # only for names the vocabulary lacks (set attributes are found first); it also tells
+        # type checkers that every term is a str
+        raise AttributeError(f"no vocabulary term {name!r}")
+
 
 P = _Terms(PROV)
 PK = _Terms(PROVKG)

@@ -25,6 +25,7 @@ from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, with_prefi
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
+from provkg.schemas import Schema
 from provkg.queries.rq import bind_rq, read_rq, rq_texts
 from provkg.term import iri
 from provkg.vocab import DEFAULT_BASE
@@ -281,7 +282,7 @@ def _builder_queries() -> list[CannedQuery]:
                     "the invocation behind it and its distance (S-PROV)",
                     (_p("data", "data", help="the data item: its value id or location URI"),
                      _p("depth", "int", 5, "how many derivation steps back", minimum=1)),
-                    ("data", "derived_from", "invocation", "depth"), schemas=("sprov",),
+                    ("data", "derived_from", "invocation", "depth"), schemas=(Schema.SPROV.value,),
                     build=sprov.s1),
     ]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from provkg.schemas import LIFECYCLE_SCHEMAS, Schema
 from provkg.errors import BadParameter
 from provkg.term import literal
 
@@ -45,7 +46,8 @@ __all__ = [
     "workflow_tasks",
 ]
 
-SCHEMAS = ("typed", "tagged")
+#: the schemas the lifecycle parts are written for (names, as parameters take them)
+SCHEMAS = tuple(s.value for s in LIFECYCLE_SCHEMAS)
 
 #: stage kind -> (typed execution class, tag of its prospective transformation)
 _STAGES = {
@@ -128,7 +130,7 @@ def _tagged_kind(var: str, tag: str) -> tuple[str, ...]:
 def stage(var: str, kind: str, schema: str) -> Part:
     """``var`` is an execution of a training / validation / evaluation / adaptation stage."""
     cls, tag = _STAGES[kind]
-    if schema == "typed":
+    if Schema(schema).typed_classes:
         return Part(f"{kind} stage", (f"{var} a {cls}",))
     return Part(f"{kind} stage",
                 (f"{var} a provlake:DataTransformationExecution", *_tagged_kind(var, tag)))
@@ -138,7 +140,7 @@ def section(var: str, parent: str, kind: str, schema: str) -> Part:
     """``var`` is a section (epoch, batch) directly inside ``parent``, of a ``kind`` stage."""
     cls, tag = _SECTIONS[kind]
     head = f"{var} prov:wasInformedBy {parent}"
-    if schema == "typed":
+    if Schema(schema).typed_classes:
         return Part(f"{kind} section", (head, f"{var} a {cls}"))
     return Part(f"{kind} section",
                 (head, f"{var} a provlake:DataTransformationExecution", *_tagged_kind(var, tag)))
@@ -198,7 +200,7 @@ def role_value(var: str, role: str | tuple[str, ...], schema: str, *, name: str 
         value_cls, prosp_cls, tag = f"{var}_cls", f"{attr}_cls", f"{attr}_tag"
     value = (f"{var} prov:value {with_value}",) if with_value else ()
     label = (f"{attr} rdfs:label {name}",) if name else ()
-    if schema == "typed":
+    if Schema(schema).typed_classes:
         if not name:  # the class alone says what the value is
             return (f"{var} a {value_cls}", *value)
         return (f"{var} a {value_cls}", *value, f"{var} prov:wasDerivedFrom {attr}",
@@ -212,7 +214,7 @@ def role_filter(var: str, roles: tuple[str, ...], schema: str, *, named: bool = 
     if len(roles) == 1:
         return ()
     attr = f"{var}_attr"
-    if schema == "typed":
+    if Schema(schema).typed_classes:
         out = [f"FILTER({var}_cls IN ({', '.join(_ROLES[r][0] for r in roles)}))"]
         if named:
             out.append(f"FILTER({attr}_cls IN ({', '.join(_ROLES[r][1] for r in roles)}))")
@@ -249,7 +251,7 @@ def model_evaluation(exec_var: str, var: str, value: str, schema: str, *,
     clauses = role_value(var, "evaluation_measure", schema, with_value=value)
     if name:
         attr = f"{var}_attr"
-        if schema == "typed":
+        if Schema(schema).typed_classes:
             clauses += (f"{var} prov:wasDerivedFrom {attr}", f"{attr} rdfs:label {name}")
         else:
             clauses += (f"{attr} rdfs:label {name}",)
@@ -353,7 +355,7 @@ def workflow_stage(wf_spec: str, var: str, kind: str, schema: str) -> Part:
     spec = f"{var}_spec"
     head = (f"{spec} provlake:isPartOf {wf_spec}",)
     link = (f"{var} prov:wasInfluencedBy {spec}",)
-    if schema == "typed":
+    if Schema(schema).typed_classes:
         return Part(f"workflow {kind} stage", (*head, f"{spec} a {_STAGE_TRANSFORMATIONS[kind]}",
                                                *link, f"{var} a {_STAGES[kind][0]}"))
     return Part(f"workflow {kind} stage",

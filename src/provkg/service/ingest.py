@@ -28,6 +28,7 @@ from typing import Any
 
 from provkg.errors import BadEvent, BadSpec
 from provkg.mapper.terms import PL, SP, A, P
+from provkg.schemas import Schema
 from provkg.service.event_files import EVENT_SUFFIXES, event_files, read_events, total_bytes
 from provkg.service.ingestor import (
     Ingestor,
@@ -281,7 +282,7 @@ def plan_ingest(store: Store, given: Iterable[Spec], *, schema: str = "typed") -
     return plan
 
 
-def schemas_in_store(store: Store) -> set[str]:
+def schemas_in_store(store: Store) -> set[Schema]:
     """The schemas whose executions the store holds, as far as one ASK each tells: typed
     (PROV-ML execution classes), tagged (PROVLake executions of an ML-tagged transformation)
     and sprov (``s-prov:Invocation``)."""
@@ -289,10 +290,10 @@ def schemas_in_store(store: Store) -> set[str]:
 
     tags = " ".join(literal(t) for t in [*KIND_TAG.values(), *SECTION_TAG.values()] if t)
     asks = {
-        "typed": f"ASK {{ VALUES ?c {{ {' '.join(_TYPED_EXECUTIONS)} }} ?e {A} ?c }}",
-        "tagged": (f"ASK {{ VALUES ?tag {{ {tags} }} ?t {PL.tag} ?tag . "
+        Schema.TYPED: f"ASK {{ VALUES ?c {{ {' '.join(_TYPED_EXECUTIONS)} }} ?e {A} ?c }}",
+        Schema.TAGGED: (f"ASK {{ VALUES ?tag {{ {tags} }} ?t {PL.tag} ?tag . "
                    f"?e {P.wasInfluencedBy} ?t . ?e {A} {PL.DataTransformationExecution} }}"),
-        "sprov": f"ASK {{ ?i {A} {SP.Invocation} }}",
+        Schema.SPROV: f"ASK {{ ?i {A} {SP.Invocation} }}",
     }
     return {schema for schema, query in asks.items() if store.ask(query)}
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from provkg.errors import MappingError
 from provkg.events import load_json
-from provkg.mapper import SCHEMAS, MapState, finish, map_batch
+from provkg.mapper import MapState, finish, map_batch
+from provkg.mapper.common import known_schema
 from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, P
 from provkg.service.registration import _chunks, _sprov_late_spec, register_spec
@@ -155,10 +155,8 @@ class Ingestor:
     def __init__(self, store: Store, *, specs: Mapping[str, Spec] | Iterable[Spec] | None = None,
                  schema: str = "typed", base: str = DEFAULT_BASE, register: bool = True,
                  pipeline: bool = False):
-        if schema not in SCHEMAS:
-            raise MappingError(f"unknown schema {schema!r}: expected one of {', '.join(SCHEMAS)}")
         self.store = store
-        self.schema = schema
+        self.schema = known_schema(schema)
         self.base = base
         self.specs: dict[str, Spec] = {}
         self.state = MapState(self.specs, schema=schema, base=base)
@@ -188,7 +186,7 @@ class Ingestor:
         with self._lock:
             self._learn_runs(batch)
             n = self._map(batch)
-            if self.schema == "sprov":  # after _map: the batch's own workflow events are known
+            if not self.schema.provlake_layout:  # after _map: the batch's own workflow events are known
                 self._note_tasks(batch)
             n += self._resolve_pending(batch)
             self._retract_stale()
@@ -199,7 +197,7 @@ class Ingestor:
     def finish(self) -> IngestReport:
         """Write what the session still holds; the session's report (warnings included)."""
         with self._lock:
-            if self.state.summaries is None and self.schema != "sprov" and any(
+            if self.state.summaries is None and self.schema.keeps_summaries and any(
                     t.granularity == "summary" for spec in self.specs.values() for t in spec.transformations):
                 # no section event came, but what this session wrote may place earlier ones
                 self.state.summaries = SectionSummaries(self.state)

@@ -2,31 +2,32 @@
 
 >>> [q.name for q in query_catalog()][:2]
 ['q1', 'q2']
->>> query_form("PREFIX p: <http://x/> # comment\\nSELECT * WHERE { ?s ?p ?o }")
-'SELECT'
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from provkg.errors import BadParameter
+from provkg.errors import BadParameter, ReadOnlyQuery
 from provkg.mapper.terms import PL, P
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.lifecycle import measure_lower
 from provkg.queries.params import term_for
+from provkg.schemas import Schema
 from provkg.service.ingest import schemas_in_store
 from provkg.service.links import value_named, values_at_location
+from provkg.service.sparql_guard import check_query, query_form
 from provkg.store import Rows, Store
-from provkg.term import SPARQL_NOISE, Triple, iri, is_valid_iri, literal, mint_iri, noise_readings
+from provkg.term import Triple, iri, is_valid_iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE, PROV, PROVKG, RDFS
 
 __all__ = [
     "QueryAnswer",
     "answer_query",
     "query_catalog",
-    "query_form",
     "render_query",
     "run_query",
     "run_sparql",
@@ -35,10 +36,6 @@ __all__ = [
     "why_empty",
 ]
 
-_READ_FORMS = ("SELECT", "ASK", "CONSTRUCT", "DESCRIBE")
-_UPDATE_WORDS = ("INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY",
-                 "WITH")
-_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[\w\-.]*:\s*<>|BASE\s*<>)\s*)*", re.IGNORECASE)
 
 
 def query_catalog() -> list[CannedQuery]:
@@ -57,14 +54,18 @@ def render_query(name: str, params: dict[str, object], *, schema: str = "typed",
 
 
 def run_query(store: Store, name: str, params: dict[str, object], *, schema: str = "typed",
-              base: str = DEFAULT_BASE, timeout: float | None = None) -> Rows:
+              base: str = DEFAULT_BASE, timeout: float | None = None,
+              relative_to: str | Path | None = None) -> Rows:
     """Run canned query ``name`` on ``store``: rows in the query's fixed columns.
+
+    A ``data`` parameter is a value id or a location (URI or path); with ``relative_to`` (the
+    CLI gives its working directory) a relative path also names the file it is there.
 
     Raises:
         UnknownQuery, BadParameter, StoreError (and QueryTimeout past ``timeout``).
     """
     query = get_query(name)
-    data_terms = _values_at_locations(store, query, params, base=base)
+    data_terms = _values_at_locations(store, query, params, base=base, relative_to=relative_to)
     first = query.render_precondition(params, schema=schema, base=base,
                                       dialect=store.query_dialect, data_terms=data_terms)
     if first is not None and not store.select(first, timeout=timeout, hide_system_graphs=False).rows:
@@ -92,14 +93,15 @@ class QueryAnswer:
 
 
 def answer_query(store: Store, name: str, params: dict[str, object], *, schema: str = "typed",
-                 base: str = DEFAULT_BASE) -> QueryAnswer:
+                 base: str = DEFAULT_BASE, relative_to: str | Path | None = None) -> QueryAnswer:
     """:func:`run_query`, with the notes that explain its rows (or their absence).
 
     Raises:
         as :func:`run_query`."""
-    rows = run_query(store, name, params, schema=schema, base=base)
+    rows = run_query(store, name, params, schema=schema, base=base, relative_to=relative_to)
     notes = (unknown_attributes(store, name, params) if rows.rows
-             else why_empty(store, name, params, schema=schema, base=base))
+             else why_empty(store, name, params, schema=schema, base=base,
+                            relative_to=relative_to))
     return QueryAnswer(rows, notes, schema_mismatch(store, name, schema))
 
 
@@ -112,7 +114,8 @@ _WHAT = {"data": "captured value (id or location)", "task": "task id",
 
 
 def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str,
-              base: str = DEFAULT_BASE, timeout: float = 10.0) -> list[str]:
+              base: str = DEFAULT_BASE, timeout: float = 10.0,
+              relative_to: str | Path | None = None) -> list[str]:
     """Why canned query ``name`` gave no rows, as far as cheap checks tell: a task, data or
     workflow parameter that names nothing in the store (a typo, or another run's id), or
     rows the same query has in another schema (data mapped with another ``--schema``).
@@ -121,7 +124,7 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
 
     query = get_query(name)
     values = query.parse(params)
-    located = _values_at_locations(store, query, params, base=base)
+    located = _values_at_locations(store, query, params, base=base, relative_to=relative_to)
     notes = []
     for p in query.parameters:
         if p.type not in _WHAT or values.get(p.name) is None:
@@ -157,7 +160,7 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
     if notes:
         return notes
     held = schemas_in_store(store)
-    if schema != "sprov" and "sprov" in held:
+    if Schema.named(schema) is not Schema.SPROV and Schema.SPROV in held:
         notes.append(f"this store holds S-PROV data (s-prov:Invocation) and {name} reads the "
                      f"{schema} schema: ingest the events with --schema {schema} to ask it")
     for other in query.schemas:
@@ -276,9 +279,11 @@ def _unrecorded_value(store: Store, hyperparameter: str, value: object) -> list[
 
 
 def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, object], *,
-                         base: str) -> dict[str, tuple[str, ...]]:
+                         base: str, relative_to: str | Path | None = None
+                         ) -> dict[str, tuple[str, ...]]:
     """The values each ``data`` parameter names, where that is more than the IRI of its id
-    (DESIGN §6: a data parameter is a value id or its location URI):
+    (a data parameter is a value id or its location: a URI, or a path, relative ones read
+    against ``relative_to`` when given):
 
     - a location URI (or path), or the IRI of the value captured by that location alone:
       every value captured at that location, and the id's own value if one has it;
@@ -301,6 +306,11 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
         else:
             own = term_for(p, given, base=base)
             found = values_at_location(store, given)
+            if not found and relative_to is not None and _relative_path(given):
+                # as capture.ref spells a relative path (absolute, unnormalised), then normalised
+                joined = os.path.join(relative_to, given)
+                for path in dict.fromkeys((joined, os.path.normpath(joined))):
+                    found = found or values_at_location(store, path)
         if not found and not given.startswith(base + "value/"):
             # a value only ever named in derived_from, by another spelling of its location
             named = value_named(store, given, base=base)
@@ -322,6 +332,15 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
             found.insert(0, own)
         out[p.name] = tuple(found)
     return out
+
+
+def _relative_path(text: str) -> bool:
+    """A path relative to some folder (``data/x.h5``, ``./x``): no URI scheme, not absolute,
+    not in a home folder."""
+    return bool(text) and not text.startswith(("/", "~")) and not _SCHEME.match(text)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def _location_named_by(store: Store, value: str, *, base: str) -> str | None:
@@ -353,43 +372,24 @@ def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str
     return [value, *by_path]
 
 
-def query_form(text: str) -> str:
-    """The form of a SPARQL request: SELECT, ASK, CONSTRUCT, DESCRIBE, or UPDATE."""
-    body = _PROLOGUE.sub("", SPARQL_NOISE.sub(lambda m: "<>" if m.group(0).startswith("<") else " ", text))
-    word = re.match(r"\s*([A-Za-z]+)", body)
-    first = word.group(1).upper() if word else ""
-    if first in _READ_FORMS:
-        return first
-    if first in _UPDATE_WORDS:
-        return "UPDATE"
-    raise BadParameter("not a SPARQL query: expected SELECT, ASK, CONSTRUCT or DESCRIBE "
-                       "after the PREFIX / BASE lines")
-
-
-#: the SERVICE keyword, not a variable (?service), a prefixed name (ex:SERVICE) or a word in one;
-#: in the reading that keeps IRIs (noise_readings) not inside a path or query of one either
-#: (else a query about services is refused, or 1<'x>' hides a SERVICE call)
-_SERVICE = re.compile(r"(?<![\w?$:])SERVICE\b", re.IGNORECASE)
-_SERVICE_AMID_IRIS = re.compile(r"(?<![\w?$:/#=])SERVICE\b", re.IGNORECASE)
-
-
 def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows | bool | list[Triple]:
     """Run a read-only SPARQL query: rows for SELECT, a bool for ASK, triples for
-    CONSTRUCT / DESCRIBE.
+    CONSTRUCT / DESCRIBE. The text passes the server's own guard
+    (:func:`provkg.service.sparql_guard.check_query`) first.
 
     Raises:
-        BadParameter: an update (INSERT, DELETE, LOAD, CLEAR, DROP, ...) or a SERVICE call,
+        ReadOnlyQuery: an update (INSERT, DELETE, LOAD, CLEAR, DROP, ...) or a SERVICE call,
             refused because this entry point is read-only and must not fetch URLs.
         QuerySyntaxError: the query does not parse.
     """
     form = query_form(text)
     if form == "UPDATE":
-        raise BadParameter("read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, ...) "
-                           "are refused here; load data with `provkg load` / `provkg ingest`")
-    iri_read, comparison_read = noise_readings(text)
-    if _SERVICE.search(iri_read) or _SERVICE_AMID_IRIS.search(comparison_read):
-        raise BadParameter("read-only: SERVICE (federated queries) is refused; it would make "
-                           "the store fetch other URLs")
+        raise ReadOnlyQuery(_UPDATE_REFUSED_HERE, refused="update")
+    try:
+        form = check_query(text).form.upper()
+    except ReadOnlyQuery as refusal:
+        words = _UPDATE_REFUSED_HERE if refusal.refused == "update" else _SERVICE_REFUSED_HERE
+        raise ReadOnlyQuery(words, refused=refusal.refused) from None
     if form == "SELECT":
         return store.select(text, timeout=timeout)
     if form == "ASK":
@@ -397,11 +397,17 @@ def run_sparql(store: Store, text: str, *, timeout: float | None = None) -> Rows
     return store.construct(text)
 
 
+_UPDATE_REFUSED_HERE = ("read-only: SPARQL updates (INSERT, DELETE, LOAD, CLEAR, DROP, ...) "
+                        "are refused here; load data with `provkg load` / `provkg ingest`")
+_SERVICE_REFUSED_HERE = ("read-only: SERVICE (federated queries) is refused; it would make "
+                         "the store fetch other URLs")
+
+
 def schema_mismatch(store: Store, name: str, schema: str) -> str | None:
     """A note when an S-PROV query runs on a store without S-PROV data: its lineage steps
     (``prov:wasDerivedFrom``) then also match the typed graph's links from each value to its
     spec attribute, which look like lineage but are not. None otherwise."""
-    if schema != "sprov" or "sprov" in schemas_in_store(store):
+    if Schema.named(schema) is not Schema.SPROV or Schema.SPROV in schemas_in_store(store):
         return None
     return (f"{name} reads the S-PROV schema and this store holds no S-PROV data (no "
             "s-prov:Invocation): its rows, if any, are not S-PROV lineage; ingest the events "
