@@ -453,8 +453,8 @@ def test_the_guard_takes_the_nesting_the_stores_take() -> None:
     # which `provkg sparql` answers; the stores take 500 levels
     import sys
 
-    from provkg.service.sparql_guard import check_query
     from provkg.errors import QuerySyntaxError
+    from provkg.service.sparql_guard import check_query
 
     limit = sys.getrecursionlimit()
     for query in ("SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 400 + "1" + ")" * 400 + ") }",

@@ -26,8 +26,15 @@ from provkg.capture.broker import MosquittoBroker
 from provkg.capture.replay import replay
 from provkg.capture.spool import spool_segments
 from provkg.errors import BadEvent
-from provkg.events import FORMAT, MAX_VALUE_BYTES, MAX_VALUE_DEPTH, load_json, parse_batch, parse_event, \
-    parse_events_jsonl
+from provkg.events import (
+    FORMAT,
+    MAX_VALUE_BYTES,
+    MAX_VALUE_DEPTH,
+    load_json,
+    parse_batch,
+    parse_event,
+    parse_events_jsonl,
+)
 
 
 def _file_events(folder: Path) -> list:

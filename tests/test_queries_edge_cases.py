@@ -994,8 +994,8 @@ def test_measures_beyond_64_bit_integers_are_ranked_and_come_back_exact(store):
 def test_rq_parameters_are_bound_in_the_query_not_in_a_comment_or_string(before):
     # the VALUES row went after the first text that looked like "WHERE {", even in a string:
     # the parameter then bound nothing and the query answered for every workflow
-    from provkg.queries.params import term_for
     from provkg.queries.catalog import parse_rq
+    from provkg.queries.params import term_for
     from provkg.store import open_store
 
     query = parse_rq(

@@ -19,7 +19,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from provkg.defaults import DEFAULT_STORE, INGEST_SCHEMAS
 from provkg.errors import ProvkgError
 from provkg.problems import describe
-from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["Settings", "get_settings", "BadSetting", "DEFAULT_STORE", "INGEST_SCHEMAS"]
 

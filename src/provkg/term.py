@@ -24,7 +24,8 @@ from provkg.vocab import DEFAULT_BASE, RDF, XSD
 
 __all__ = [
     "Triple", "iri", "is_valid_iri", "literal", "mint_iri", "id_from_iri",
-    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise", "noise_readings", "MAX_NESTING", "nesting_depth",
+    "datetime_literal", "escape_string", "ntriples_line", "SPARQL_NOISE", "blank_noise", "noise_readings",
+    "MAX_NESTING", "nesting_depth",
     "location_form", "path_location", "json_size",
 ]
 
@@ -55,7 +56,7 @@ def is_valid_iri(value: str) -> bool:
         return False
     if "//" in value[:value.find(":") + 3]:
         try:  # an authority's port must be a number: RDF parsers refuse "file://:x/"
-            urlsplit(value).port
+            _ = urlsplit(value).port  # reading it parses it
         except ValueError:
             return False
     return True
@@ -109,8 +110,12 @@ def literal(value: object, datatype: str | None = None) -> str:
     bool -> xsd:boolean, int -> xsd:integer (xsd:decimal beyond 64 bits), float -> xsd:double
     (exact, shortest round-trip form), str -> xsd:string, list / dict -> rdf:JSON, datetime -> xsd:dateTime.
 
-    >>> literal(3), literal(0.1), literal(True), literal('say "hi"')
-    ('"3"^^<http://www.w3.org/2001/XMLSchema#integer>', '"0.1"^^<http://www.w3.org/2001/XMLSchema#double>', '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>', '"say \\\\"hi\\\\""')
+    >>> for v in (3, 0.1, True, 'say "hi"'):
+    ...     print(literal(v))
+    "3"^^<http://www.w3.org/2001/XMLSchema#integer>
+    "0.1"^^<http://www.w3.org/2001/XMLSchema#double>
+    "true"^^<http://www.w3.org/2001/XMLSchema#boolean>
+    "say \\"hi\\""
     """
     if datatype is not None:
         return f'"{escape_string(str(value))}"^^<{datatype}>'
@@ -275,8 +280,9 @@ _PATH_SAFE = ":/@!$&'()*+,;=~"
 
 @lru_cache(maxsize=4096)  # the same few datasets and models, named again and again
 def location_form(uri: str) -> str:
-    """A location URI in the one spelling provkg stores (``capture.ref`` and the mapper): characters a URI cannot hold (a space, an
-    accent) percent-encoded, so a query can name the data as its user wrote the path.
+    """A location URI in the one spelling provkg stores (``capture.ref`` and the mapper):
+    characters a URI cannot hold (a space, an accent) percent-encoded, so a query can name the
+    data as its user wrote the path.
 
     A local ``file:`` URI takes one spelling (RFC 8089 allows three), so the same file is
     the same location whichever a program wrote:

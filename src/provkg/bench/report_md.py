@@ -160,7 +160,8 @@ def _query_tables(doc: dict[str, Any], add: Any) -> None:
     no_answer = doc.get("no_answer") or []
     if skipped or no_answer:
         add("Not measured: " + "; ".join(
-            [f"{q['name']} ({q['skip']})" for q in skipped] + [f"{n} (no answer on this data)" for n in no_answer]) + ".\n")
+            [f"{q['name']} ({q['skip']})" for q in skipped]
+            + [f"{n} (no answer on this data)" for n in no_answer]) + ".\n")
 
 
 def _identical(r: dict[str, Any]) -> str:

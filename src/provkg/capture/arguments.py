@@ -22,7 +22,7 @@ T = TypeVar("T")
 _MAX_MESSAGE = 4096
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """The wire format's two end statuses (events carry ``.value``)."""
 
     FINISHED = "finished"

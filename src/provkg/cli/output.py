@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from provkg.service.json_values import json_cell, text_cell
-from provkg.vocab import DEFAULT_BASE
 from provkg.store import Rows, display_url
+from provkg.vocab import DEFAULT_BASE
 
 if TYPE_CHECKING:
     from provkg.service.progress import Progress, ProgressBar

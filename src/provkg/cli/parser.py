@@ -348,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--out", default="benchmarks/results", help="where results go (default %(default)s)")
     bs.add_argument("--work", default="benchmarks/work",
                     help="where data and stores go (large; git-ignored; default %(default)s)")
-    bs.add_argument("--queries", default=None, help="comma-separated canned queries (default: every one with an answer)")
+    bs.add_argument("--queries", default=None,
+                    help="comma-separated canned queries (default: every one with an answer)")
     bs.add_argument("--rdflib-scale", type=float, default=0.05,
                     help="scale for rdflib when --scale is larger (it holds less; default %(default)s)")
     bs.add_argument("--timeout", type=float, default=300.0,

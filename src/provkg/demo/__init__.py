@@ -22,8 +22,7 @@ training) deletes the demo's provenance and output folder and starts over.
 
 from __future__ import annotations
 
-from provkg.demo.run import KG_GRAPH, RUN_PREFIX, DemoListener, DemoResult, OnlineHook
-from provkg.demo.run import QuietListener, run_demo
+from provkg.demo.run import KG_GRAPH, RUN_PREFIX, DemoListener, DemoResult, OnlineHook, QuietListener, run_demo
 
 __all__ = ["run_demo", "DemoResult", "DemoListener", "QuietListener", "OnlineHook",
            "RUN_PREFIX", "KG_GRAPH"]

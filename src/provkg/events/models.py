@@ -9,7 +9,7 @@ languages (:func:`event_schema`, :func:`batch_schema`).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -290,7 +290,7 @@ class TaskEvent(_EventBase):
     dependencies: list[Id] | None = None
 
 
-Event = Annotated[Union[WorkflowEvent, TaskEvent], Field(discriminator="type")]
+Event = Annotated[WorkflowEvent | TaskEvent, Field(discriminator="type")]
 
 
 class Batch(_Model):

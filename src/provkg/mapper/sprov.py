@@ -17,7 +17,8 @@ Mapping (every IRI minted from ids, so any order of events gives the same graph)
                                        prov:atLocation <process/...>
     task T               <task/T>      a s-prov:Invocation ; prov:wasAssociatedWith <instance/R/tr> ;
                                        [prov:wasAssociatedWith <agent/A>] ;
-                                       [s-prov:invocationIndex N (provkg:index if N < 0)] ; prov:startedAtTime / prov:endedAtTime ;
+                                       [s-prov:invocationIndex N (provkg:index if N < 0)] ;
+                                       prov:startedAtTime / prov:endedAtTime ;
                                        s-prov:lastEventTime (end) ; prov:wasInformedBy <task/PARENT>, <task/DEP> ;
                                        [provkg:status "failed" ; s-prov:message "..."]
     value V              <value/V>     a s-prov:Data (s-prov:ComponentParameters for hyperparameter

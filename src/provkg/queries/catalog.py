@@ -20,13 +20,13 @@ from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
 from provkg.queries import dnnprov, lifecycle, sprov
-from provkg.queries.builder import dialect as sparql_dialect
 from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, with_prefixes
+from provkg.queries.builder import dialect as sparql_dialect
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
-from provkg.schemas import Schema
 from provkg.queries.rq import bind_rq, read_rq, rq_texts
+from provkg.schemas import Schema
 from provkg.term import iri
 from provkg.vocab import DEFAULT_BASE
 

@@ -14,8 +14,7 @@ import re
 from collections.abc import Sequence
 
 from provkg.queries import parts as P
-from provkg.queries.builder import (current_dialect, duration, group, lineage, optional, select,
-                                     subquery, union)
+from provkg.queries.builder import current_dialect, duration, group, lineage, optional, select, subquery, union
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 

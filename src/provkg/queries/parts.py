@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provkg.schemas import LIFECYCLE_SCHEMAS, Schema
 from provkg.errors import BadParameter
+from provkg.schemas import LIFECYCLE_SCHEMAS, Schema
 from provkg.term import literal
 
 __all__ = [

@@ -75,7 +75,8 @@ def _s1_virtuoso(starts: str | tuple[str, ...], depth: int) -> str:
     """s1 as Virtuoso runs it: its transitive sub-query (``OPTION (TRANSITIVE ...)``) walks
     up to ``depth - 1`` steps back from the start, numbering them (``t_step``), and the last
     step is joined to the node reached. An edge reached by chains of several lengths comes
-    once, at the shortest (the outer GROUP BY, as in the standard form). The start is written in place (a validated IRI term) and compared with
+    once, at the shortest (the outer GROUP BY, as in the standard form). The start is written
+    in place (a validated IRI term) and compared with
     ``FILTER(... = ...)``: Virtuoso walks from a start given so, while a ``VALUES`` anchor
     leaves it to walk from the other end and lose the anchor. One branch per start when a
     location names several values. (One explicit chain per distance, as before, exceeds

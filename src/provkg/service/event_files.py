@@ -209,7 +209,7 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
                     continue
                 try:
                     try:
-                        obj = load_json_line(line, lambda: f"{path}:{n}: ")
+                        obj = load_json_line(line, lambda n=n: f"{path}:{n}: ")
                     except NotJson as exc:
                         if line.endswith(b"\n"):  # complete, so not torn: a real error
                             # one line: its column says where (load_json's reason starts "line 1, ")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provkg.errors import BadParameter, ReadOnlyQuery
+from provkg.errors import ReadOnlyQuery
 from provkg.mapper.terms import PL, P
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.lifecycle import measure_lower

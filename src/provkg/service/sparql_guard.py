@@ -23,7 +23,8 @@ from provkg.store.base import SPARQL_PARSER_LOCK, refuse_deep_nesting, syntax_er
 from provkg.term import SPARQL_NOISE, nesting_depth
 from provkg.vocab import PREFIXES
 
-__all__ = ["GuardedQuery", "check_query", "query_form", "query_form_of", "with_provkg_prefixes", "MAX_QUERY_CHARS", "UPDATE_REFUSED",
+__all__ = ["GuardedQuery", "check_query", "query_form", "query_form_of", "with_provkg_prefixes",
+           "MAX_QUERY_CHARS", "UPDATE_REFUSED",
            "SERVICE_REFUSED"]
 
 #: longer query texts are refused before parsing

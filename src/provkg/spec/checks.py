@@ -65,7 +65,8 @@ def check_spec(spec: Spec, report: Report) -> None:
     for i, t in enumerate(spec.transformations):
         if t.name in by_name:
             report.add(("transformations", i, "name"),
-                       f"duplicate transformation name{report.said(t.name)} (first at transformations[{by_name[t.name]}])")
+                       f"duplicate transformation name{report.said(t.name)} "
+                       f"(first at transformations[{by_name[t.name]}])")
         by_name.setdefault(t.name, i)
     stores: dict[str, int] = {}
     for i, s in enumerate(spec.data_stores):
@@ -111,7 +112,8 @@ def _check_attributes(t: Transformation, where: tuple[Any, ...], stores: dict[st
             seen.add(a.name)
             other = first.get(a.name)
             if other is not None and (other[1].role, other[1].concept) != (a.role, a.concept):
-                report.add(path + ("name",), f"{report.said(a.name, ' this name').strip()} is also {other[0]} with another role or "
+                report.add(path + ("name",), f"{report.said(a.name, ' this name').strip()} is also "
+                           f"{other[0]} with another role or "
                            "concept; one name is one attribute")
             first.setdefault(a.name, (side, a))
             if a.concept is not None:

@@ -199,7 +199,8 @@ def _parse_document(text: str, source: str, *, echo: bool) -> Spec:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors(include_input=False, include_url=False):
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
+            loc = tuple(p for p in err["loc"]
+                        if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
             message = _pydantic_message(err, loc, is_json=is_json)
             if err["type"] == "extra_forbidden" and not echo:
                 # the line says where; the key itself is what the client sent (a pasted secret)

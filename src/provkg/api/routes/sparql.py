@@ -34,9 +34,9 @@ from fastapi.responses import Response
 
 from provkg.api.body import read_body
 from provkg.api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
-from provkg.errors import ReadOnlyQuery
 from provkg.api.openapi import SPARQL_RESPONSES
 from provkg.api.render import SPARQL_FORMATS, sparql_format, sparql_response
+from provkg.errors import ReadOnlyQuery
 from provkg.service.sparql_guard import MAX_QUERY_CHARS, UPDATE_REFUSED, check_query, query_form_of
 
 router = APIRouter(tags=["sparql"])
