@@ -37,8 +37,8 @@ from pathlib import Path
 import psutil
 
 from provkg.store import open_store
-from provkg.store.launch import OxigraphServer, VirtuosoServer
 from provkg.term import Triple, datetime_literal, iri, literal, mint_iri
+from provkg.testing import OxigraphServer, VirtuosoServer
 from provkg.vocab import PROV, PROVLAKE, PROVML, RDF, RDFS
 
 RESULTS = Path(__file__).resolve().parent / "results"

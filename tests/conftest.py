@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from provkg.store import Store, open_store
-from provkg.store.launch import OxigraphServer, VirtuosoServer
+from provkg.testing import OxigraphServer, VirtuosoServer
 
 # The suite's property tests must not depend on the host's speed or on the day: no per-example
 # deadline and no too-slow health check (a loaded CI machine breaks both), and derandomized so

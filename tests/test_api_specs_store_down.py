@@ -6,7 +6,7 @@ from pathlib import Path
 
 from api_support import ApiServer
 
-from provkg.store.launch import OxigraphServer
+from provkg.testing import OxigraphServer
 
 YAML = {"Content-Type": "application/yaml"}
 SPEC = """\
@@ -51,7 +51,7 @@ def test_ready_says_a_store_that_stopped_answering_is_not_ready_within_seconds(t
     import psutil
 
     from provkg.api.routes.health import STORE_ANSWER_S
-    from provkg.store.launch import OxigraphServer
+    from provkg.testing import OxigraphServer
 
     said = f"store: did not answer ASK {{}} within {STORE_ANSWER_S:.0f} s"
     with OxigraphServer(tmp_path / "db") as store, \

@@ -10,8 +10,8 @@ import pytest
 
 from provkg.errors import StoreError
 from provkg.store import open_store
-from provkg.store.launch import OxigraphServer, VirtuosoServer
 from provkg.term import iri, literal
+from provkg.testing import OxigraphServer, VirtuosoServer
 
 
 def test_oxigraph_server_starts_on_loopback_and_stops(tmp_path: Path) -> None:

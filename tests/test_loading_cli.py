@@ -11,7 +11,7 @@ import pytest
 from provkg.cli import main
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
 from provkg.store import open_store
-from provkg.store.launch import OxigraphServer, VirtuosoServer
+from provkg.testing import OxigraphServer, VirtuosoServer
 
 
 def _triples_in(path: Path) -> int:

@@ -17,7 +17,7 @@ from provkg.errors import (
 )
 from provkg.ontology import all_ontology_paths, ontology_iri
 from provkg.store import Rows, Store, open_store
-from provkg.store.sparql_store import VIRTUOSO_DEFAULT_GRAPH
+from provkg.store.virtuoso_store import VIRTUOSO_DEFAULT_GRAPH
 from provkg.term import iri, literal
 from provkg.vocab import PROVLAKE, PROVML, RDF, RDFS, XSD
 
@@ -348,7 +348,7 @@ def test_unknown_store_url_is_explained() -> None:
 
 
 def test_unreachable_endpoint_is_unavailable() -> None:
-    from provkg.store.launch import free_port
+    from provkg.testing import free_port
 
     with open_store(f"sparql+http://127.0.0.1:{free_port()}/sparql") as store, \
             pytest.raises(StoreUnavailable, match="cannot reach"):

@@ -12,7 +12,7 @@ from provkg.mapper import map_events, map_spec
 from provkg.queries.pairs import format_pairs
 from provkg.service.querying import run_query
 from provkg.spec import parse_spec
-from provkg.store import open_store, sparql_store
+from provkg.store import open_store, sparql_errors
 from provkg.term import iri, literal, mint_iri
 from provkg.vocab import GEO, RDF, RDFS, SEIS, XSD
 
@@ -246,8 +246,8 @@ def test_pairs_read_integral_decimals_as_integers(lexical, shown):
     "Virtuoso 22005 Error SR341: Invalid integer value converting '18446744073709551617'",
     "Virtuoso 37000 Error TR...: transitive start not given"])
 def test_virtuoso_failures_to_run_a_query_are_store_errors(message):
-    assert not sparql_store._is_syntax_error(message)
-    exc = sparql_store.query_failed("virtuoso+http://h:1", message)
+    assert not sparql_errors.is_syntax_error(message)
+    exc = sparql_errors.query_failed("virtuoso+http://h:1", message)
     assert isinstance(exc, StoreError) and not isinstance(exc, QuerySyntaxError)
     assert "syntax" not in str(exc)
 
@@ -255,19 +255,19 @@ def test_virtuoso_failures_to_run_a_query_are_store_errors(message):
 def test_the_cost_estimate_refusal_names_the_setting():
     message = ("Virtuoso 42000 Error The estimated execution time 0 (sec) exceeds the limit "
                "of 400 (sec).")
-    exc = sparql_store.query_failed("virtuoso+http://h:1", message)
+    exc = sparql_errors.query_failed("virtuoso+http://h:1", message)
     assert "MaxQueryCostEstimationTime = 0" in str(exc) and "[SPARQL]" in str(exc)
 
 
 def test_a_missing_update_permission_says_how_to_get_one():
     # Virtuoso's text when the account (here: anonymous) lacks the SPARQL_UPDATE role
     message = "Virtuoso 42000 Error CL...:SECURITY: No SPARQL_UPDATE permission to use RDF loader"
-    exc = sparql_store.query_failed("virtuoso+http://h:1", message)
+    exc = sparql_errors.query_failed("virtuoso+http://h:1", message)
     assert "?user=…&password=…" in str(exc) and 'GRANT SPARQL_UPDATE TO "SPARQL"' in str(exc)
 
 
 def test_virtuoso_syntax_errors_stay_syntax_errors():
-    assert sparql_store._is_syntax_error(
+    assert sparql_errors.is_syntax_error(
         "Virtuoso 37000 Error SP030: SPARQL compiler, line 1: syntax error at '}'")
 
 
@@ -330,7 +330,7 @@ def test_d6_runs_on_virtuoso_for_a_workflow_without_adaptations(tmp_path):
     # tries 10 orders, not 1,000), as users run it
     from pathlib import Path
 
-    from provkg.store.launch import VirtuosoServer
+    from provkg.testing import VirtuosoServer
 
     with VirtuosoServer(tmp_path / "db", buffers=20_000) as server, \
             open_store(server.store_url) as store:

@@ -16,7 +16,6 @@ EXTRA_OF = {
     "pydantic_settings": "server",
     "pyoxigraph": "server",
     "rdflib": "server",
-    "SPARQLWrapper": "server",
     "fastapi": "server",
     "starlette": "server",
     "uvicorn": "server",

@@ -133,7 +133,7 @@ def open_stores(name: str, datasets: dict[str, Path], work: Path, *,
 
 def _oxigraph_server(run: StoreRun, datasets: dict[str, Path], work: Path,
                      stack: contextlib.ExitStack) -> None:
-    from provkg.store.launch import OxigraphServer
+    from provkg.testing import OxigraphServer
 
     binary = _oxigraph_binary()
     urls = {}
@@ -158,7 +158,7 @@ def _oxigraph_server(run: StoreRun, datasets: dict[str, Path], work: Path,
 
 def _virtuoso(run: StoreRun, datasets: dict[str, Path], work: Path,
               stack: contextlib.ExitStack) -> None:
-    from provkg.store.launch import VirtuosoServer
+    from provkg.testing import VirtuosoServer
 
     urls = {}
     for schema, path in datasets.items():

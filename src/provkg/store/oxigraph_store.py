@@ -17,7 +17,8 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -157,6 +158,7 @@ class OxigraphStore(Store):
                   graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
         """See :meth:`Store.load_file`. ``progress`` is called with byte counts as the file is read."""
         path, fmt, gzipped = rdf_file(path, format)
+        self._check_open()
         before = len(self._store)
         to_graph = ox.NamedNode(graph) if graph else None
         base = path.resolve().as_uri()
@@ -195,10 +197,11 @@ class OxigraphStore(Store):
         self._write(lambda: self._store.update(sparql), what="SPARQL update")
 
     def clear(self, *, graph: str | None = None) -> None:
+        what = "the cleared store" if graph is None else f"the cleared graph {graph}"
         if graph is None:
-            self._store.clear()
+            self._write(lambda: self._writable().clear(), what=what)
         else:
-            self._store.remove_graph(ox.NamedNode(graph))
+            self._write(lambda: self._writable().remove_graph(ox.NamedNode(graph)), what=what)
 
     # -- reading ---------------------------------------------------------------
 
@@ -237,7 +240,9 @@ class OxigraphStore(Store):
         db = self._reader()
         if graph is None:
             return len(db)
-        return sum(1 for _ in db.quads_for_pattern(None, None, None, ox.NamedNode(graph)))
+        with self._errors("Oxigraph could not count", what="the graph"):
+            named = ox.NamedNode(graph)
+        return sum(1 for _ in db.quads_for_pattern(None, None, None, named))
 
     def graphs(self) -> list[str]:
         db = self._reader()
@@ -248,15 +253,11 @@ class OxigraphStore(Store):
     def dump(self, out: BinaryIO, *, graph: str | None = None) -> None:
         """See :meth:`Store.dump`: Oxigraph's own writer, streamed."""
         db = self._reader()
-        try:
+        with self._errors(f"cannot export {self.url}"):
             if graph is None:
                 db.dump(out, format=ox.RdfFormat.N_QUADS)
             else:
                 db.dump(out, format=ox.RdfFormat.N_TRIPLES, from_graph=ox.NamedNode(graph))
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:  # `provkg export - | head`
-                raise BrokenPipeError(errno.EPIPE, "broken pipe") from None
-            raise StoreError(f"cannot export {self.url}: {exc}") from exc
 
     def close(self) -> None:
         store, self._store = getattr(self, "_store", None), None
@@ -273,12 +274,8 @@ class OxigraphStore(Store):
     def _query(self, query: str) -> object:
         refuse_deep_nesting(query)
         db = self._reader()
-        try:
+        with self._errors("Oxigraph could not run the query", query=query):
             return db.query(query, use_default_graph_as_union=union_default_graph(db, query))
-        except SyntaxError as exc:
-            raise syntax_error(str(exc), query=query) from exc
-        except OSError as exc:
-            raise StoreError(f"Oxigraph could not run the query: {exc}") from exc
 
     def _write(self, action: Callable[[], object], *, what: str = "the triples",
                oversized: Callable[[], bool] | None = None) -> None:
@@ -289,20 +286,36 @@ class OxigraphStore(Store):
             held = " (another process holds it)" if self.snapshot else ""
             raise StoreUnavailable(f"the store {self.url} was opened read-only{held}, so {what} "
                                    "cannot be written")
-        try:
+        with self._errors(f"Oxigraph could not write {what}", what=what, writing=True,
+                          update=what == "SPARQL update", oversized=oversized):
             action()
+
+    @contextmanager
+    def _errors(self, failed: str, *, query: str | None = None, what: str = "the data",
+                update: bool = False, writing: bool = False,
+                oversized: Callable[[], bool] | None = None) -> Iterator[None]:
+        """The one place pyoxigraph's exceptions become provkg's: a SPARQL text that does not
+        parse is a :class:`QuerySyntaxError`, RDF that does not parse a :class:`StoreError`
+        naming ``what``, any other failure ``failed: <why>``. A failed write on disk marks
+        the store for opening again (see :meth:`_reopen`)."""
+        try:
+            yield
         except SyntaxError as exc:
-            if what == "SPARQL update":
-                raise syntax_error(str(exc)) from exc
+            if query is not None or update:
+                raise syntax_error(str(exc), query=query) from exc
             raise StoreError(f"{what} is not valid RDF: {exc}") from exc
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, OSError) and self.directory is not None:
+        except (OSError, ValueError, RuntimeError, TypeError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE and not writing:
+                raise BrokenPipeError(errno.EPIPE, "broken pipe") from None  # `export - | head`
+            if writing and isinstance(exc, OSError) and self.directory is not None:
                 # RocksDB now refuses every write until the database is opened again: the
-                # next write reopens it (_writable), once ``action`` (which holds this handle,
+                # next write reopens it (_writable), once the action (which holds this handle,
                 # and RocksDB's lock with it) is gone; reads go on meanwhile
                 self._reopening = True
-            raise StoreError(f"Oxigraph could not write {what}: {exc}") from exc
+            raise StoreError(f"{failed}: {exc}") from exc
         except MemoryError as exc:
+            if not writing:
+                raise
             if oversized is None or not oversized():
                 raise StoreError(f"Oxigraph ran out of memory writing {what} (a term larger "
                                  f"than {TERM_LIMIT >> 20} MiB, or no memory left)") from exc

@@ -134,7 +134,8 @@ def _sink(expr: Any, names: set[Variable], node: CompValue) -> CompValue:
     elif node.name == "LeftJoin" and names <= _certain(node.p1):
         node["p1"] = _sink(expr, names, node.p1)
         return node
-    elif node.name == "Extend" and node.var not in names and names <= _certain(node.p) or node.name == "Filter" and names <= _certain(node.p):
+    elif (node.name == "Extend" and node.var not in names and names <= _certain(node.p)
+          or node.name == "Filter" and names <= _certain(node.p)):
         node["p"] = _sink(expr, names, node.p)
         return node
     return _filter(expr, node)

@@ -25,17 +25,18 @@ from pyparsing import ParseBaseException
 from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from provkg.errors import QuerySyntaxError, StoreError, StoreUnavailable
+from provkg.errors import ProvkgError, QuerySyntaxError, StoreError, StoreUnavailable
 from provkg.store.base import (
     SPARQL_PARSER_LOCK,
     Rows,
     Store,
-    refuse_deep_nesting,
+    checked_iri,
     ntriples_bytes,
     ntriples_term,
     prefix_declarations,
     python_value,
     rdf_file,
+    refuse_deep_nesting,
     result_term,
     run_with_timeout,
     syntax_error,
@@ -120,21 +121,17 @@ class RdflibStore(Store):
 
     def update(self, sparql: str) -> None:
         ds = self._dataset()
-        try:
-            with _rdflib_call(union=False), SPARQL_PARSER_LOCK:  # ds.update parses too
-                ds.update(sparql)
-        except ParseBaseException as exc:
-            raise syntax_error(_pyparsing_message(exc)) from exc
-        except Exception as exc:  # rdflib's update engine raises assorted types
-            raise StoreError(f"rdflib could not run the update: {exc}") from exc
+        with _rdflib_errors("rdflib could not run the update", sparql=True), \
+                _rdflib_call(union=False), SPARQL_PARSER_LOCK:  # ds.update parses too
+            ds.update(sparql)
 
     def clear(self, *, graph: str | None = None) -> None:
         ds = self._dataset()
-        with _rdflib_call():
+        with _rdflib_errors(f"rdflib could not clear {graph or 'the store'}"), _rdflib_call():
             if graph is None:
                 self._ds = Dataset(default_union=True)
             else:
-                ds.remove_graph(URIRef(graph))
+                ds.remove_graph(URIRef(checked_iri(graph)))
 
     # -- reading ---------------------------------------------------------------
 
@@ -206,47 +203,60 @@ class RdflibStore(Store):
     def _query(self, query: str):  # -> rdflib.query.Result
         refuse_deep_nesting(query)
         ds = self._dataset()
-        try:
-            with _rdflib_call():
-                prepared, bind = prepare_query(query, dict(ds.namespaces()))
-                bind()  # this text's VALUES rows into the shared template (under the lock)
-                result = ds.query(prepared)
-                if result.type == "SELECT":
-                    result.bindings  # evaluate now, inside the error mapping
-                return result
-        except ParseBaseException as exc:
-            raise syntax_error(_pyparsing_message(exc)) from exc
-        except Exception as exc:  # rdflib's query engine raises assorted types
-            known = {name for name, _ in ds.namespaces()}
-            said = undeclared_prefix(query, known.__contains__)
-            if said is not None:  # the query's mistake: provkg's words, whatever rdflib's were
-                raise QuerySyntaxError(f"SPARQL syntax error: {said.rsplit(' at ', 1)[0]}") from exc
-            if _declares_one_iri_twice(query):  # rdflib keeps one prefix of an IRI, not both
-                raise StoreError(f"rdflib could not run the query: {exc} (rdflib forgets a "
-                                 "prefix when two PREFIX lines name the same IRI: keep one)") from exc
-            raise StoreError(f"rdflib could not run the query: {exc}") from exc
+        known = {name for name, _ in ds.namespaces()}
+        with _rdflib_errors("rdflib could not run the query", sparql=True,
+                            query=query, known=known.__contains__), _rdflib_call():
+            prepared, bind = prepare_query(query, dict(ds.namespaces()))
+            bind()  # this text's VALUES rows into the shared template (under the lock)
+            result = ds.query(prepared)
+            if result.type == "SELECT":
+                _ = result.bindings  # evaluate now, inside the error mapping
+            return result
 
     def _parse(self, parse: Callable[[Graph], object], *, graph: str | None,
                whole_dataset: bool = False, what: str) -> None:
         ds = self._dataset()
-        try:
-            with _rdflib_call():
-                if whole_dataset:
-                    # into a fresh dataset first: rdflib's N-Quads parse into a dataset that
-                    # holds data empties its default graph
-                    fresh = Dataset()
-                    parse(fresh)
-                    # default-graph quads go to `graph` when one is given, as Oxigraph's to_graph
-                    into_default = ds.graph(URIRef(graph)) if graph else ds.default_graph
-                    for named in fresh.graphs():
-                        default = named.identifier == DATASET_DEFAULT_GRAPH_ID
-                        target = into_default if default else ds.graph(named.identifier)
-                        target += named
-                    return
-                target: Graph = ds.default_graph if graph is None else ds.graph(URIRef(graph))
-                parse(target)
-        except Exception as exc:  # rdflib's parsers raise assorted types
-            raise StoreError(f"rdflib could not read {what}: {exc}") from exc
+        with _rdflib_errors(f"rdflib could not read {what}"), _rdflib_call():
+            if whole_dataset:
+                # into a fresh dataset first: rdflib's N-Quads parse into a dataset that
+                # holds data empties its default graph
+                fresh = Dataset()
+                parse(fresh)
+                # default-graph quads go to `graph` when one is given, as Oxigraph's to_graph
+                into_default = ds.graph(URIRef(graph)) if graph else ds.default_graph
+                for named in fresh.graphs():
+                    default = named.identifier == DATASET_DEFAULT_GRAPH_ID
+                    target = into_default if default else ds.graph(named.identifier)
+                    target += named
+                return
+            target: Graph = ds.default_graph if graph is None else ds.graph(URIRef(graph))
+            parse(target)
+
+
+@contextmanager
+def _rdflib_errors(failed: str, *, sparql: bool = False, query: str | None = None,
+                   known: Callable[[str], bool] | None = None) -> Iterator[None]:
+    """The one place rdflib's exceptions (its parsers and engines raise assorted types)
+    become provkg's: SPARQL that does not parse (``sparql``) is a :class:`QuerySyntaxError`,
+    as is a ``query`` using a prefix neither it nor the store (``known``) declares; anything
+    else is ``failed: <why>``."""
+    try:
+        yield
+    except ProvkgError:
+        raise
+    except ParseBaseException as exc:
+        if not sparql:
+            raise StoreError(f"{failed}: {exc}") from exc
+        raise syntax_error(_pyparsing_message(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 -- the mapping point: everything rdflib raises
+        if query is not None:
+            said = undeclared_prefix(query, known)
+            if said is not None:  # the query's mistake: provkg's words, whatever rdflib's were
+                raise QuerySyntaxError(f"SPARQL syntax error: {said.rsplit(' at ', 1)[0]}") from exc
+            if _declares_one_iri_twice(query):  # rdflib keeps one prefix of an IRI, not both
+                raise StoreError(f"{failed}: {exc} (rdflib forgets a prefix when two PREFIX "
+                                 "lines name the same IRI: keep one)") from exc
+        raise StoreError(f"{failed}: {exc}") from exc
 
 
 def _diagnose(path: Path, fmt: str, gzipped: bool) -> str | None:
@@ -263,6 +273,8 @@ def _diagnose(path: Path, fmt: str, gzipped: bool) -> str | None:
                 pass
     except SyntaxError as exc:
         return str(exc)
+    except (OSError, EOFError) as exc:  # a bad gzip: not readable at all
+        return f"cannot read it: {exc}"
     return None
 
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import IO
 
@@ -56,7 +57,7 @@ def find_binary(name: str, *, hint: str) -> str:
     return found
 
 
-class _Server:
+class _Server(ABC):
     """A supervised child process with a readiness probe."""
 
     name = "server"
@@ -82,8 +83,9 @@ class _Server:
         self._kill()
         raise StoreUnavailable(f"{self.name} did not answer within {timeout:g} s: {self.log_tail()}")
 
-    def _ready(self) -> bool:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def _ready(self) -> bool:
+        """Whether the server answers now (polled until it does)."""
 
     def log_tail(self, n: int = 2000) -> str:
         """The last ``n`` characters the process wrote (for error messages)."""
@@ -117,11 +119,13 @@ class _Server:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self):  # type: ignore[no-untyped-def]  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def start(self):  # type: ignore[no-untyped-def]
+        """Start the server and wait until it answers; returns the server."""
 
-    def stop(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the server (by its PID); stopping twice is harmless."""
 
 
 class OxigraphServer(_Server):
