@@ -41,7 +41,7 @@ from provkg.store.base import (
 from provkg.store.progress import counting_reader
 from provkg.term import Triple
 
-__all__ = ["OxigraphStore", "oxigraph_result_term", "union_default_graph"]
+__all__ = ["OxigraphStore", "oxigraph_python_value", "oxigraph_result_term", "union_default_graph"]
 
 log = logging.getLogger("provkg.store")
 _REOPEN_LOCK = threading.Lock()
@@ -207,7 +207,7 @@ class OxigraphStore(Store):
 
     def select(self, query: str, *, timeout: float | None = None,
                hide_system_graphs: bool = True) -> Rows:
-        return self._select(query, _python, timeout)
+        return self._select(query, oxigraph_python_value, timeout)
 
     def select_terms(self, query: str, *, timeout: float | None = None) -> Rows:
         return self._select(query, oxigraph_result_term, timeout)
@@ -406,7 +406,8 @@ def _check_store_folder(directory: Path, url: str) -> None:
             "empty one to create a store in")
 
 
-def _python(term: object) -> object:
+def oxigraph_python_value(term: object) -> object:
+    """An Oxigraph term as the Python value a SELECT row holds (see :func:`python_value`)."""
     if term is None:
         return None
     if isinstance(term, ox.Literal):

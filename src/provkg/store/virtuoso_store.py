@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from provkg.errors import StoreError
-from provkg.store.base import Rows, ntriples_term, python_value
+from provkg.store.base import Rows, ntriples_term
 from provkg.store.endpoint import Endpoint
-from provkg.store.oxigraph_store import oxigraph_result_term
+from provkg.store.oxigraph_store import oxigraph_python_value, oxigraph_result_term
 from provkg.store.sparql_errors import VIRTUOSO_ERROR, error_text, query_failed
 from provkg.store.sparql_store import RDF_JSON, SparqlStore
 from provkg.term import Triple, blank_noise
@@ -91,7 +91,7 @@ class VirtuosoStore(SparqlStore):
                 b"ResultSet" not in answer[0]):
             raise StoreError("select() needs a SELECT query; use ask() or construct()")
         try:
-            return _rows_from_turtle(answer[0], _virtuoso_term if typed else _python_term)
+            return _rows_from_turtle(answer[0], _virtuoso_term if typed else oxigraph_python_value)
         except StoreError:
             # a run-time error after the answer began: Virtuoso writes it into the body
             body = answer[0].decode("utf-8", "replace")
@@ -147,7 +147,7 @@ def _rows_from_turtle(data: bytes, convert: Callable[[Any], object] | None = Non
     """Rows from a SELECT answer in Turtle (the DAWG ``res:ResultSet`` vocabulary), in
     document order. Virtuoso writes doubles there with enough digits to be exact.
     ``convert`` turns each pyoxigraph term into a value (default: plain Python)."""
-    convert = convert or _python_term
+    convert = convert or oxigraph_python_value
     columns: list[str] = []
     solutions: dict[object, dict[str, object]] = {}
     bindings: dict[object, list[object]] = {}  # binding node -> [variable, value]
@@ -187,13 +187,3 @@ def _virtuoso_term(term: Any) -> dict[str, Any] | None:
             and len(term.value.lstrip("+-").replace(".", "").strip("0")) >= 17):
         term = ox.Literal(repr(float(term.value)), datatype=_XSD_DOUBLE)
     return oxigraph_result_term(term)
-
-
-def _python_term(term: Any) -> object:
-    if term is None:
-        return None
-    if isinstance(term, ox.Literal):
-        return python_value("literal", term.value, term.datatype.value)
-    if isinstance(term, ox.BlankNode):
-        return python_value("bnode", term.value)
-    return term.value
