@@ -8,9 +8,7 @@ Only constant text (vocabulary terms, variable names chosen here) and terms made
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Sequence
 
 from provkg.queries.parts import Part
 from provkg.vocab import PREFIXES
@@ -19,8 +17,7 @@ __all__ = [
     "DIALECTS",
     "LINEAGE_PATH",
     "MAX_LINEAGE_DEPTH",
-    "current_dialect",
-    "dialect",
+    "check_dialect",
     "duration",
     "group",
     "lineage",
@@ -47,31 +44,14 @@ LINEAGE_PATH = "(prov:wasDerivedFrom|prov:wasGeneratedBy/prov:used)"
 #: ``sparql+http://`` is sent the standard dialect.
 DIALECTS = ("standard", "virtuoso")
 
-_DIALECT: ContextVar[str] = ContextVar("provkg_sparql_dialect", default="standard")
+def check_dialect(name: str) -> str:
+    """``name`` if it is one of :data:`DIALECTS`.
 
-
-def current_dialect() -> str:
-    """The dialect queries are being rendered in (``standard`` outside :func:`dialect`)."""
-    return _DIALECT.get()
-
-
-@contextmanager
-def dialect(name: str) -> Iterator[None]:
-    """Render queries for store dialect ``name`` (one of :data:`DIALECTS`) inside the block.
-
-    >>> with dialect("virtuoso"):
-    ...     "TRANSITIVE" in lineage("?d", lambda node, k: [f"{node} a ?c ."])
-    True
-    >>> "TRANSITIVE" in lineage("?d", lambda node, k: [f"{node} a ?c ."])
-    False
-    """
+    Raises:
+        ValueError: another name."""
     if name not in DIALECTS:
         raise ValueError(f"unknown SPARQL dialect {name!r}; known: {', '.join(DIALECTS)}")
-    token = _DIALECT.set(name)
-    try:
-        yield
-    finally:
-        _DIALECT.reset(token)
+    return name
 
 
 def _day_number(t: str) -> str:
@@ -101,7 +81,7 @@ def seconds_between(begin_var: str, end_var: str) -> str:
             f" + {diff('SECONDS')})")
 
 
-def duration(begin_var: str, end_var: str, out: str) -> list[str]:
+def duration(begin_var: str, end_var: str, out: str, *, dialect: str = "standard") -> list[str]:
     """BIND lines giving ``out`` = ``end - begin`` in seconds, the arithmetic of
     :func:`seconds_between` with a fast path: the day-number formula (two dozen operations)
     runs only when the two times fall on different dates, which batches almost never do
@@ -114,7 +94,7 @@ def duration(begin_var: str, end_var: str, out: str) -> list[str]:
     >>> duration("?b", "?e", "?s")[-1].startswith("BIND((?s_days * 86400")
     True
     """
-    if current_dialect() == "virtuoso":
+    if dialect == "virtuoso":
         return [f"BIND(bif:datediff('microsecond', {begin_var}, {end_var}) / 1000000.0 AS {out})"]
     same_date = " && ".join(f"{fn}({end_var}) = {fn}({begin_var})" for fn in ("DAY", "MONTH", "YEAR"))
 
@@ -145,11 +125,12 @@ def _transitive(start: str, node: str, task: str) -> str:
 
 
 def lineage(start: str, at: Callable[[str, int | None], Sequence[str | Part]], *,
-            depth: int | None = None, prefix: str = "?lin", end: str | None = None) -> str:
+            dialect: str = "standard", depth: int | None = None, prefix: str = "?lin",
+            end: str | None = None) -> str:
     """``start`` and its ancestors; ``at(node, k)`` gives what the query asks of the node
     reached (e.g. that it denotes a SEG-Y file); ``end`` names that node's variable.
 
-    In the ``standard`` dialect (see :func:`dialect`): one property path
+    In the ``standard`` dialect (see :data:`DIALECTS`): one property path
     ``start LINEAGE_PATH* end`` written as plain triples in the enclosing group, so the store
     walks it from the already-bound ``start`` (a nested group or sub-select would be
     evaluated on its own, from every node of the graph); ``k`` is ``None``, depth unbounded.
@@ -166,9 +147,14 @@ def lineage(start: str, at: Callable[[str, int | None], Sequence[str | Part]], *
     With ``depth`` (``virtuoso`` only): the older bounded form, a UNION with one explicit
     chain per distance k = 0..depth, each written from ``at`` back to ``start`` (Q5 grows
     to seconds from depth 6 on).
+
+    >>> "TRANSITIVE" in lineage("?d", lambda node, k: [f"{node} a ?c ."], dialect="virtuoso")
+    True
+    >>> "TRANSITIVE" in lineage("?d", lambda node, k: [f"{node} a ?c ."])
+    False
     """
     node = end or f"{prefix}_n"
-    if _DIALECT.get() == "standard":
+    if dialect == "standard":
         return _lines([f"{start} {LINEAGE_PATH}* {node} .", *at(node, None)], "")
     if depth is None:
         first = f"{prefix}_1"

@@ -20,8 +20,7 @@ from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
 from provkg.queries import dnnprov, lifecycle, sprov
-from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, with_prefixes
-from provkg.queries.builder import dialect as sparql_dialect
+from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, check_dialect, with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
 from provkg.queries.parts import SCHEMAS
@@ -32,7 +31,8 @@ from provkg.vocab import DEFAULT_BASE
 
 __all__ = ["CannedQuery", "canned_queries", "finish_rows", "get_query", "order_keys", "render"]
 
-Builder = Callable[[dict[str, str], dict[str, Any], str], str]
+#: (parameter terms, parameter values, schema, dialect) -> SPARQL
+Builder = Callable[[dict[str, str], dict[str, Any], str, str], str]
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ class CannedQuery:
                base: str = DEFAULT_BASE, dialect: str = "standard",
                data_terms: dict[str, tuple[str, ...]] | None = None,
                options: dict[str, object] | None = None) -> str:
-        """The SPARQL text for ``params`` in ``schema``, for stores of ``dialect`` (see
-        :func:`provkg.queries.builder.dialect`); values enter as VALUES rows.
+        """The SPARQL text for ``params`` in ``schema``, for stores of ``dialect`` (one of
+        :data:`provkg.queries.builder.DIALECTS`: ``Store.query_dialect``); values enter as
+        VALUES rows.
         ``data_terms`` replaces the term of a ``data`` parameter by the captured values a
         store says it names (:func:`provkg.service.querying.run_query` looks them up by
         location); without it a ``data`` parameter is read as a value id. ``options`` go to
@@ -75,12 +76,12 @@ class CannedQuery:
         Raises:
             BadParameter: a bad parameter, or a schema this query does not exist in.
         """
+        check_dialect(dialect)
         values, terms = self._bound(params, schema=schema, base=base, data_terms=data_terms)
         if self.rq_text is not None:
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
-        with sparql_dialect(dialect):
-            text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema))
+        text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema, dialect))
         return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
 
     def render_precondition(self, params: dict[str, object], *, schema: str = "typed",
@@ -89,9 +90,9 @@ class CannedQuery:
         """The SPARQL of :attr:`precondition` (as :meth:`render`), or None without one."""
         if self.precondition is None:
             return None
+        check_dialect(dialect)
         values, terms = self._bound(params, schema=schema, base=base, data_terms=data_terms)
-        with sparql_dialect(dialect):
-            return with_prefixes(self.precondition(terms, values, schema))
+        return with_prefixes(self.precondition(terms, values, schema, dialect))
 
     def _bound(self, params: dict[str, object], *, schema: str, base: str,
                data_terms: dict[str, tuple[str, ...]] | None) -> tuple[dict[str, object], dict[str, Any]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from provkg.queries import parts as P
 from provkg.queries.builder import (
-    current_dialect,
     duration,
     group,
     optional,
@@ -32,22 +31,22 @@ def _trainings(t: dict[str, str], schema: str, *names: str) -> list[str | P.Part
     return [values_block(bound), P.workflow_stage("?wf", "?training", "training", schema)]
 
 
-def _anchored_optional(anchor: list[str | P.Part], *items: str | P.Part) -> str:
+def _anchored_optional(anchor: list[str | P.Part], *items: str | P.Part, dialect: str) -> str:
     """OPTIONAL ``items``, carrying ``anchor`` too: Oxigraph evaluates an OPTIONAL's
     patterns on their own and joins afterwards, so without the anchor it reads every match
     in the store. Not on Virtuoso, whose planner feeds the bindings into the OPTIONAL: the
     repeated anchor gives the same rows but cost tagged p1 about 2x at full scale."""
-    if current_dialect() == "virtuoso":
+    if dialect == "virtuoso":
         return optional(*items)
     return optional(*anchor, *items)
 
 
-def _bound(t: dict[str, str], name: str) -> str:
+def _bound(t: dict[str, str], name: str, dialect: str) -> str:
     """The parameter ``name`` as used inside an OPTIONAL: its variable, or on Virtuoso its
     term (and then not in the VALUES block at all): Virtuoso 7.2 mis-compiles a query whose
     VALUES binds a variable that only an OPTIONAL uses (d3 lost epoch 0; d7 failed with SP031
     "no SPART_VARR_FIXED")."""
-    return t[name] if current_dialect() == "virtuoso" else f"?{name}"
+    return t[name] if dialect == "virtuoso" else f"?{name}"
 
 
 def _measured(t: dict[str, str], schema: str, v: dict[str, object]) -> list[str | P.Part]:
@@ -71,7 +70,7 @@ def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
         group_by=["?training"]))
 
 
-def d1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     where = [values_block({"training": t["training"], "epoch": t["epoch"], "measure": t["measure"]}),
              P.stage("?training", "training", schema),
              P.section("?ep", "?training", "training", schema), P.link("?ep provkg:index ?epoch"),
@@ -79,7 +78,7 @@ def d1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     return select(["?value"], where, order_by=["?value"])
 
 
-def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d2(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     layer = P.Part("model schema", P.role_value("?layer", "model_schema", schema, name="?name",
                                                  with_value="?value"))
     where = [values_block({"model": t["model"]}), P.link("?model prov:wasGeneratedBy ?task"),
@@ -87,9 +86,9 @@ def d2(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     return select(["?name", "?value"], where, distinct=True, order_by=["?name"])
 
 
-def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     bound = {"training": t["training"]}
-    if current_dialect() != "virtuoso":  # see _bound
+    if dialect != "virtuoso":  # see _bound
         bound["measure"] = t["measure"]
     anchor = [values_block(bound),
               P.stage("?training", "training", schema),
@@ -99,21 +98,22 @@ def d3(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     where = [*anchor, P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
                              "?ep prov:endedAtTime ?end"),
              _anchored_optional(anchor, P.model_evaluation("?ep", "?m", "?loss", schema,
-                                                          name=_bound(t, "measure"))),
-             *duration("?begin", "?end", "?s")]
+                                                          name=_bound(t, "measure", dialect)),
+                                dialect=dialect),
+             *duration("?begin", "?end", "?s", dialect=dialect)]
     return select(["?epoch", "(xsd:double(?s) AS ?seconds)", "?loss"], where,
                   order_by=["?epoch"])
 
 
-def d4(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d4(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     where = [*_best(t, v, schema),
              _anchored_optional(_trainings(t, schema), P.hyperparameters(
-                 "?training", literal("learning_rate"), "?learning_rate", schema))]
+                 "?training", literal("learning_rate"), "?learning_rate", schema), dialect=dialect)]
     return select(["?training", "?learning_rate", "?value"], where, distinct=True,
                   order_by=["STR(?training)"])
 
 
-def _top(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def _top(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     direction = "ASC" if measure_lower(v) else "DESC"
     order = [f"{direction}(?value)", "STR(?training)"]
     top = subquery(["?training", "?value"], _measured(t, schema, v), order_by=order,
@@ -126,7 +126,7 @@ d5 = _top
 p2 = _top
 
 
-def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d6(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     new = P.Part("new value", ("?new prov:wasGeneratedBy ?adapt",
                                *P.role_value("?new", "hyperparameter", schema,
                                               name=literal("learning_rate"),
@@ -134,7 +134,7 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     # the adaptation is a child of the training (its own index is the epoch) or of the
     # epoch it happened in (that epoch's index, unless it has its own)
     epoch: list[str | P.Part]
-    if current_dialect() == "virtuoso":  # it fails on the `?` paths (SQ200 "No column")
+    if dialect == "virtuoso":  # it fails on the `?` paths (SQ200 "No column")
         # (a FILTER in a branch sees only that branch's variables: each binds ?training)
         epoch = [union(
             [P.link("?adapt prov:wasInformedBy ?training", "?adapt provkg:index ?epoch")],
@@ -155,7 +155,7 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str) -> str:
                   order_by=["STR(?training)", "?epoch"])
 
 
-def d6_precondition(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d6_precondition(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     """Some adaptation of the workflow at all: d6 ranks every training first, and on a workflow
     of 16,000 trainings and no adaptation its two passes (the last-epoch fallback) can run
     past the server's time limit (a 504) to find no row."""
@@ -177,13 +177,13 @@ def _as_text(value: object) -> str | None:
     return None
 
 
-def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d7(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     hyperparameter = P.hyperparameters("?training", "?hyperparameter", "?hv", schema)
     text = _as_text(v["value"])
     read = "LCASE(STR(?hv))" if isinstance(v["value"], bool) else "STR(?hv)"  # True, true
     as_string = ("" if text is None else
                  f" || (isLiteral(?hv) && DATATYPE(?hv) = xsd:string && {read} = {literal(text)})")
-    if current_dialect() == "virtuoso":
+    if dialect == "virtuoso":
         # Virtuoso 7.2 cannot compile a FILTER on a VALUES variable beside an OPTIONAL (SP031
         # "no SPART_VARR_FIXED"): the bound value is compared inside the pattern's own group
         where = [*_trainings(t, schema, "hyperparameter"),
@@ -195,7 +195,7 @@ def d7(t: dict[str, str], v: dict[str, object], schema: str) -> str:
     return select(["?training", "?filter"], where, distinct=True, order_by=["STR(?training)"])
 
 
-def d8(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def d8(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     low = measure_lower(v)
     best, worst = ("MIN", "MAX") if low else ("MAX", "MIN")
     # epochs, not epoch runs: a retried epoch (the same index twice) counts once
@@ -219,7 +219,7 @@ _FINISHED_E = 'FILTER NOT EXISTS { ?e provkg:status "failed" }'
 _FINISHED_EP = 'FILTER NOT EXISTS { ?ep provkg:status "failed" }'
 
 
-def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
+def p1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     # the latest epoch that ended, and did not fail: one still running has no time yet
     # (online use: taken, it would keep a running training out of the answer until its
     # epoch ended); one ended by an exception or SIGTERM has a partial time and no loss,
@@ -234,8 +234,8 @@ def p1(t: dict[str, str], v: dict[str, object], schema: str) -> str:
              P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
                     "?ep prov:endedAtTime ?end"), _FINISHED_EP,
              _anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
-                                                           name=literal("loss"))),
-             _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s")]
+                                                           name=literal("loss")), dialect=dialect),
+             _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s", dialect=dialect)]
     # ?end: of an epoch index run twice (a resume), the answer keeps the later run (latest_by)
     return select(["?training", "?hyperparameters", "?epoch", "(xsd:double(?s) AS ?seconds)",
                    "?loss", "?end"], where,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from provkg.errors import BadParameter
-from provkg.queries.builder import current_dialect, group, select, subquery, union
+from provkg.queries.builder import group, select, subquery, union
 from provkg.queries.params import values_block
 
 __all__ = ["MAX_SPROV_DEPTH", "s1"]
@@ -55,12 +55,12 @@ _EDGES = dict(group_by=["?data", "?derived_from", "?invocation"],
 _COLUMNS = ["?data", "?derived_from", "?invocation", "(MIN(?edge_depth) AS ?depth)"]
 
 
-def s1(terms: dict[str, str], values: dict[str, Any], schema: str) -> str:
+def s1(terms: dict[str, str], values: dict[str, Any], schema: str, dialect: str) -> str:
     """Every derivation edge up to ``depth`` steps back from ``data``."""
     depth = int(values["depth"])
     if depth > MAX_SPROV_DEPTH:
         raise BadParameter(f"parameter 'depth': expected an integer <= {MAX_SPROV_DEPTH}")
-    if current_dialect() == "virtuoso":
+    if dialect == "virtuoso":
         return _s1_virtuoso(terms["data"], depth)
     branches = []
     for k in range(1, depth + 1):
