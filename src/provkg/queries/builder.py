@@ -170,7 +170,7 @@ def lineage(start: str, at: Callable[[str, int | None], Sequence[str | Part]], *
 
 
 def _lines(items: Iterable[str | Part], indent: str) -> str:
-    out = []
+    out: list[str] = []
     for item in items:
         text = item.sparql() if isinstance(item, Part) else item
         out.extend(indent + line for line in text.splitlines() if line.strip())

@@ -17,7 +17,7 @@ from provkg.queries.builder import (
     subquery,
     union,
 )
-from provkg.queries.lifecycle import measure_lower, training_measure
+from provkg.queries.lifecycle import Where, measure_lower, training_measure
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 from provkg.term import literal
@@ -71,7 +71,7 @@ def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
 
 
 def d1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
-    where = [values_block({"training": t["training"], "epoch": t["epoch"], "measure": t["measure"]}),
+    where: Where = [values_block({"training": t["training"], "epoch": t["epoch"], "measure": t["measure"]}),
              P.stage("?training", "training", schema),
              P.section("?ep", "?training", "training", schema), P.link("?ep provkg:index ?epoch"),
              P.model_evaluation("?ep", "?m", "?value", schema, name="?measure")]
@@ -81,7 +81,7 @@ def d1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
 def d2(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     layer = P.Part("model schema", P.role_value("?layer", "model_schema", schema, name="?name",
                                                  with_value="?value"))
-    where = [values_block({"model": t["model"]}), P.link("?model prov:wasGeneratedBy ?task"),
+    where: Where = [values_block({"model": t["model"]}), P.link("?model prov:wasGeneratedBy ?task"),
              "{ ?task prov:used ?layer . } UNION { ?layer prov:wasGeneratedBy ?task . }", layer]
     return select(["?name", "?value"], where, distinct=True, order_by=["?name"])
 
@@ -90,7 +90,7 @@ def d3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     bound = {"training": t["training"]}
     if dialect != "virtuoso":  # see _bound
         bound["measure"] = t["measure"]
-    anchor = [values_block(bound),
+    anchor: Where = [values_block(bound),
               P.stage("?training", "training", schema),
               P.section("?ep", "?training", "training", schema)]
     # the OPTIONAL carries the anchor (Oxigraph evaluates it on its own, then joins) and the

@@ -11,7 +11,7 @@ is followed back at any depth (:func:`provkg.queries.builder.lineage`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from provkg.queries import parts as P
 from provkg.queries.builder import duration, group, lineage, optional, select, subquery, union
@@ -217,11 +217,11 @@ def _models_on_dataset(t: dict[str, str], schema: str, v: dict[str, object]) -> 
 
 def q3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
     best = "MIN" if measure_lower(v) else "MAX"
-    winner = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema, v)),
+    winner: Where = [subquery([f"({best}(?mv) AS ?best)"], _models_on_dataset(t, schema, v)),
               *_models_on_dataset(t, schema, v), "FILTER(?mv = ?best)"]
-    hyper = [P.hyperparameters("?training", "?name", "?value", schema),
-             'BIND("hyperparameter" AS ?role)']
-    evals = [P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
+    hyper: Where = [P.hyperparameters("?training", "?name", "?value", schema),
+                    'BIND("hyperparameter" AS ?role)']
+    evals: Where = [P.model_evaluation("?training", "?e", "?value", schema, name="?name"),
              'BIND("evaluation" AS ?role)']
     columns = ["?model", "?role", "?name", "?value"]
     kept = ["?training", "?model"]  # what the Virtuoso form carries out of the winner
@@ -293,8 +293,8 @@ def _summaries_per_epoch(where: Where, schema: str, *, extremes: bool) -> str:
 
 
 def q4(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
-    anchor = [values_block({"dataset": t["dataset"]}), P.link("?training prov:used ?dataset"),
-              P.stage("?training", "training", schema)]
+    anchor: Where = [values_block({"dataset": t["dataset"]}), P.link("?training prov:used ?dataset"),
+                     P.stage("?training", "training", schema)]
     columns = ["?training", "?epoch", "?batches", "?avg_seconds", "?min_seconds", "?max_seconds"]
     full = subquery(
         ["?training", "?epoch", "(COUNT(?batch) AS ?batches)",
@@ -413,7 +413,7 @@ def _q7_columns(where: Where, v: dict[str, object]) -> str:
                   distinct=True, order_by=[f"{direction}(?training_min_batch_loss)", "STR(?model)"])
 
 
-def _q7_where(t: dict[str, str], schema: str, best_batch) -> Where:  # type: ignore[no-untyped-def]
+def _q7_where(t: dict[str, str], schema: str, best_batch: Callable[..., str]) -> Where:
     anchor = _trainings_on(t, schema)
     validation = [*anchor, P.model("?training", "?model", schema),
                   P.use_of_value("?validation", "?model"),

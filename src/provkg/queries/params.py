@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -247,7 +248,7 @@ def term_for(parameter: Parameter, value: object, *, base: str = DEFAULT_BASE) -
     return literal(value)
 
 
-def values_block(bindings: dict[str, str | tuple[str, ...]]) -> str:
+def values_block(bindings: Mapping[str, str | tuple[str, ...]]) -> str:
     """``VALUES (?a ?b) { (t1 t2) }`` for variable -> term; empty text when no bindings.
     A variable given several terms (a location several captured values share) makes one
     VALUES per variable instead, the same rows (their product) in a form Virtuoso compiles:

@@ -50,7 +50,7 @@ def _last_step(k: int, a: str, b: str) -> list[str]:
 
 #: each edge once, at its shortest distance from the start: chains of several lengths (a
 #: diamond, a cycle) reach the same edge more than once
-_EDGES = dict(group_by=["?data", "?derived_from", "?invocation"],
+_EDGES: dict[str, Any] = dict(group_by=["?data", "?derived_from", "?invocation"],
               order_by=["?depth", "?data", "?derived_from", "?invocation"])
 _COLUMNS = ["?data", "?derived_from", "?invocation", "(MIN(?edge_depth) AS ?depth)"]
 
