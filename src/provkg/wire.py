@@ -30,10 +30,12 @@ __all__ = [
     "MAX_VALUE_DEPTH",
     "NON_FINITE_REFUSED",
     "URI_PATTERN",
+    "UTF8_BOM",
     "MalformedJson",
     "RefusedNumbers",
     "has_long_digits",
     "loads",
+    "loads_own",
     "strip_bom",
 ]
 
@@ -100,7 +102,7 @@ class RefusedNumbers(ValueError):
         self.found = found
 
 
-_UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM = b"\xef\xbb\xbf"
 #: a run of 19 digits may be an integer orjson would turn into a double (or a long string of
 #: digits): such text takes the exact, slower parse
 _LONG_DIGITS_S = re.compile(r"\d{19}")
@@ -124,7 +126,7 @@ def has_long_digits(data: bytes | bytearray | str) -> bool:
 def strip_bom(data: bytes | str) -> bytes | str:
     """``data`` without a UTF-8 byte order mark at its very start (Windows tools write one)."""
     if isinstance(data, bytes):
-        return data.removeprefix(_UTF8_BOM)
+        return data.removeprefix(UTF8_BOM)
     return data.removeprefix("\ufeff")
 
 
@@ -150,6 +152,19 @@ def loads(data: bytes | str) -> Any:
             return obj
         refused = False
     return _loads_exact(data, refused=refused)
+
+
+def loads_own(data: bytes | str) -> Any:
+    """JSON this library wrote (a spooled or sinked event line) back, integers beyond 64 bits
+    kept exact. Lenient, unlike :func:`loads`: what provkg wrote is read back as it is (the
+    server judges it when it is sent).
+
+    Raises:
+        ValueError: the text is not JSON.
+    """
+    if not has_long_digits(data):  # 19 digits in a row: maybe an integer beyond 64 bits
+        return orjson.loads(data)
+    return json.loads(data)
 
 
 class _Unreadable:

@@ -24,7 +24,8 @@ from orjson import Fragment
 from provkg.capture.expand import expand_values, fit_wire_values, valid_names
 from provkg.capture.report import report_once
 from provkg.capture.values import MAX_STRING
-from provkg.wire import FORMAT, has_long_digits
+from provkg.wire import FORMAT
+from provkg.wire import loads_own as loads_exact
 
 __all__ = ["FORMAT", "encode_event", "encode_events", "envelope", "expand_events", "loads_exact",
            "values_json"]
@@ -185,19 +186,6 @@ def _valid_text(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_valid_text(v) for v in value]
     return value
-
-
-def loads_exact(line: bytes) -> Any:
-    """An encoded event back as a dict, integers beyond 64 bits kept exact (orjson would make
-    them doubles). Lenient, unlike :func:`provkg.wire.loads`: a line this library wrote is
-    read back as it is (the server judges it when it is sent).
-
-    Raises:
-        ValueError: the line is not JSON.
-    """
-    if not has_long_digits(line):  # 19 digits in a row: maybe an integer beyond 64 bits
-        return orjson.loads(line)
-    return json.loads(line)
 
 
 def envelope(lines: list[bytes]) -> bytes:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from provkg.capture.spool import write_all
 from provkg.errors import ProvkgError
+from provkg.wire import UTF8_BOM
 
 __all__ = ["RECORD_HEADER", "pack_record", "read_records", "SegmentReader", "segment_path",
            "segment_indexes", "count_events", "disk_takes_writes", "read_cursor", "write_cursor",
@@ -223,7 +224,7 @@ def invalid_payloads(chunk: list[bytes], *, decode_only: bool = False) -> dict[i
 
     out: dict[int, str] = {}
     for i, payload in enumerate(chunk):
-        if payload.startswith(b"\xef\xbb\xbf"):  # the applier reads the bytes as queued
+        if payload.startswith(UTF8_BOM):  # the applier reads the bytes as queued
             out[i] = "starts with a UTF-8 byte order mark"
             continue
         try:
