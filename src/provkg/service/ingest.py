@@ -41,10 +41,11 @@ from provkg.service.registration import (
     _TYPED_EXECUTIONS,
     finish_registrations,
     register_spec,
+    replacement_changes,
     spec_document,
     stored_specs,
 )
-from provkg.spec import Spec, load_spec, spec_changes
+from provkg.spec import Spec, load_spec
 from provkg.store import Store
 from provkg.term import literal
 from provkg.vocab import DEFAULT_BASE
@@ -271,8 +272,9 @@ def plan_ingest(store: Store, given: Iterable[Spec], *, schema: str = "typed") -
     held = {s.workflow: s for s in stored_specs(store)}
     plan = IngestPlan({**held, **{s.workflow: s for s in given}})
     for spec in given:  # said, since the stored runs are re-typed
-        if spec.workflow in held and spec_document(held[spec.workflow]) != spec_document(spec):
-            changes = "; ".join(spec_changes(held[spec.workflow], spec))
+        changed = replacement_changes(held.get(spec.workflow), spec)
+        if changed is not None:
+            changes = "; ".join(changed)
             plan.notes.append(f"the spec of workflow {spec.workflow!r} given here replaces the "
                               "different one the store held; its stored runs are mapped again "
                               f"with it ({changes})")
