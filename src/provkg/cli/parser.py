@@ -201,6 +201,27 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(ss)
     ss.add_argument("workflow", metavar="WORKFLOW", help="the workflow's name (see `provkg spec list`)")
     ss.set_defaults(handler=_command("specs", "cmd_spec_show"))
+    si = action(spec_sub, "infer", "draft a spec from captured events (YAML on stdout, guesses marked)",
+                "Drafts a spec per workflow from captured event files: the kinds and roles the\n"
+                "events carry (framework callbacks, wf.task(..., kind=...), capture.hyperparameters)\n"
+                "and the structure (a task with a parent is a section of it); kinds and roles read\n"
+                "from names (train, loss, lr, a value with a location) are marked `# guessed`.\n"
+                "Review it, then `provkg spec register FILE`. Nothing is read from a store.\n\n"
+                "examples:\n  provkg spec infer runs/ > spec.yaml\n"
+                "  provkg spec infer run.jsonl --workflow fit > fit.yaml")
+    si.add_argument("paths", nargs="+", metavar="EVENTS", help="event files (.jsonl, .jsonl.gz, .jsonl.zst) or folders")
+    si.add_argument("--workflow", default=None, metavar="NAME",
+                    help="only this workflow's spec (default: every workflow's, one YAML document each)")
+    si.set_defaults(handler=_command("specs", "cmd_spec_infer"))
+    sr = action(spec_sub, "register", "register spec files in a store (its runs are mapped again with it)",
+                "Registers each spec file in the store, as `provkg ingest --spec` does with no\n"
+                "events: its prospective triples are written and runs already stored for its\n"
+                "workflow are typed with it. The same spec again changes nothing.\n\n"
+                "examples:\n  provkg spec register spec.yaml\n"
+                "  provkg spec register specs/*.yaml --store oxigraph+http://127.0.0.1:7878")
+    _store_arg(sr)
+    sr.add_argument("files", nargs="+", metavar="SPEC", help="a spec file (.yaml, .yml or .json)")
+    sr.set_defaults(handler=_command("specs", "cmd_spec_register"))
 
     p = add("link", "link a captured value to a domain-KG resource after the fact (recorded with who and when)",
             "Says that a captured value denotes a domain-KG resource (provlake:denotes), for data\n"

@@ -1,4 +1,5 @@
-"""``provkg spec validate | list | show``: spec files, and the specs a store holds."""
+"""``provkg spec validate | list | show | infer | register``: spec files, and the specs a store
+holds."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import sys
 
 from provkg.cli.output import format_rows, snapshot_note
 from provkg.spec import ValidatedFiles, ok_line, validate_files
+from provkg.spec.infer import spec_yaml
 from provkg.store import Store, display_url, open_store
 
-__all__ = ["cmd_spec_list", "cmd_spec_show", "cmd_spec_validate", "cmd_validate"]
+__all__ = ["cmd_spec_infer", "cmd_spec_list", "cmd_spec_register", "cmd_spec_show", "cmd_spec_validate",
+           "cmd_validate"]
 
 
 def _open(url: str) -> Store:
@@ -72,4 +75,40 @@ def cmd_spec_show(args: argparse.Namespace) -> int:
     with _open(args.store) as store:
         spec = stored_spec(store, args.workflow)
     print(json.dumps(spec.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_spec_infer(args: argparse.Namespace) -> int:
+    """``provkg spec infer EVENTS...``: one YAML document per workflow on stdout."""
+    from provkg.errors import NotFound
+    from provkg.service.specs import infer_from_files
+
+    drafts = infer_from_files(args.paths)
+    if args.workflow is not None:
+        if args.workflow not in drafts:
+            known = ", ".join(sorted(drafts)) or "none"
+            raise NotFound(f"no events of workflow {args.workflow!r} (workflows: {known})")
+        drafts = {args.workflow: drafts[args.workflow]}
+    if not drafts:
+        print("error: no workflow with tasks in these events", file=sys.stderr)
+        return 1
+    print("---\n".join(spec_yaml(found) for found in drafts.values()), end="")
+    for name, found in drafts.items():
+        if found.guessed:
+            print(f"note: {name}: {len(found.guessed)} kinds / roles guessed from names, "
+                  "marked `# guessed`: check them", file=sys.stderr)
+    return 0
+
+
+def cmd_spec_register(args: argparse.Namespace) -> int:
+    """``provkg spec register SPEC...``: every file valid, or nothing registered."""
+    from provkg.service.specs import register_specs
+
+    checked = _checked(args.files)
+    if checked.failed:
+        return 1
+    with open_store(args.store) as store:
+        for (path, spec), triples in zip(checked.valid, register_specs(store, [s for _, s in checked.valid])):
+            said = "unchanged" if triples == 0 else f"{triples} triples"
+            print(f"{path}: workflow {spec.workflow!r} registered in {display_url(store.url)} ({said})")
     return 0

@@ -1,4 +1,5 @@
-"""The specs a store holds, for ``provkg spec list | show | validate --store``.
+"""The specs a store holds, for ``provkg spec list | show | validate --store | register``, and
+specs drafted from captured events (``provkg spec infer``).
 
 A store keeps each workflow's spec as it was registered (``provkg:specDocument``, see
 :func:`provkg.service.registration.stored_specs`); these use cases let a user see them and
@@ -11,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from provkg.errors import NotFound
-from provkg.service.registration import replacement_changes, stored_specs
+from provkg.service.registration import finish_registrations, register_spec, replacement_changes, stored_specs
 from provkg.spec import Spec
+from provkg.spec.infer import InferredSpec, infer_specs
 from provkg.store import Rows, Store, display_url
+from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["compare_with_stored", "spec_rows", "specs_in_store", "stored_spec"]
+__all__ = ["compare_with_stored", "infer_from_files", "register_specs", "spec_rows", "specs_in_store",
+           "stored_spec"]
 
 
 def specs_in_store(store: Store) -> dict[str, Spec]:
@@ -57,3 +61,27 @@ def compare_with_stored(spec: Spec, stored: Spec | None) -> str:
         return "the same as the spec the store holds"
     return ("differs from the spec the store holds (`ingest --spec` would replace it and "
             "re-type its runs): " + "; ".join(changes))
+
+
+def register_specs(store: Store, specs: list[Spec], *, base: str = DEFAULT_BASE) -> list[int]:
+    """Register each spec as ``provkg ingest --spec`` does with no events (the stored runs of
+    its workflow are typed with it); the triples each wrote (0: the same spec was held). The
+    schema is the one the store's data is in (typed when it holds none, or several)."""
+    from provkg.service.ingest import schemas_in_store
+
+    finish_registrations(store)
+    held = schemas_in_store(store)
+    schema = next(iter(held)) if len(held) == 1 else "typed"
+    return [register_spec(store, spec, schema=schema, base=base) for spec in specs]
+
+
+def infer_from_files(paths: list[str]) -> dict[str, InferredSpec]:
+    """Draft specs (:func:`provkg.spec.infer.infer_specs`, guesses marked) from event files.
+
+    Raises:
+        BadEvent: an event that is not wire format v1 (file and line named).
+        NotFound: a path that does not exist."""
+    from provkg.service.event_files import event_files, read_events
+
+    events = [e for path in event_files(list(paths)) for chunk in read_events(path) for e in chunk]
+    return infer_specs(events, guess=True)
