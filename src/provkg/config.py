@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
@@ -83,7 +83,8 @@ def get_settings(**overrides: object) -> Settings:
     Traceback (most recent call last):
     provkg.config.BadSetting: --port: must be 65535 or less
     """
-    given = {k: v for k, v in overrides.items() if v is not None}
+    # any value: Settings validates each one (a wrong one is a BadSetting below)
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     if "token" not in given and os.environ.get("PROVKG_TOKEN", "unset").strip() == "":
         # (other empty variables mean "unset"; this one would silently open writes to anyone:
         # PROVKG_TOKEN=$SECRET with SECRET unset)

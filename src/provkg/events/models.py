@@ -9,7 +9,7 @@ languages (:func:`event_schema`, :func:`batch_schema`).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -292,11 +292,17 @@ class TaskEvent(_EventBase):
 
 Event = Annotated[WorkflowEvent | TaskEvent, Field(discriminator="type")]
 
+#: the envelope's ``format`` tag as a type: a Literal takes a value, not a variable, so it
+#: spells out wire.FORMAT, and the check below keeps the two the same
+_FormatTag = Literal["provkg.events/1"]
+if get_args(_FormatTag) != (FORMAT,):
+    raise RuntimeError(f"Batch.format spells {get_args(_FormatTag)}, wire.FORMAT is {FORMAT!r}")
+
 
 class Batch(_Model):
     """The envelope every transport carries."""
 
-    format: Literal[FORMAT]
+    format: _FormatTag
     events: list[Event]
 
 

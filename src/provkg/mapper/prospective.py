@@ -69,6 +69,6 @@ def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> It
                         yield at, PL.tag, literal(tag)
                 yield at, LABEL, literal(a.name)
                 if a.concept is not None:
-                    yield at, PL.concept, term_of(a.concept_iri)  # type: ignore[arg-type]
+                    yield at, PL.concept, term_of(a.concept_iri)
                 if a.store is not None:
                     yield at, PL.storedIn, stores[a.store]

@@ -70,21 +70,20 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str
 
 
 def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]],
-                   wt: WorkflowTerms | None, tt: TransformationTerms | None) -> None:
+                   wt: WorkflowTerms, tt: TransformationTerms) -> None:
     """Triples of a task begin / end event, appended to ``out``.
 
-    ``wt`` / ``tt`` are the task's workflow and transformation; both None when the
-    run's workflow is not known yet (then only what does not depend on it is written,
-    plus a pending record: see :func:`pending_triples`).
+    ``wt`` / ``tt`` are the task's workflow and transformation: an event whose run's
+    workflow is not known yet is held (or written as a pending record, see
+    :func:`pending_triples`) and comes here once it is.
     """
     # the hot path of bulk ingest: locals and module constants instead of lookups
     task_id = e["id"]
     mint = st.mint
     t = mint.task(task_id)
     append = out.append
-    if tt is not None:
-        append((t, A, tt.execution_class))
-        append((t, _INFLUENCED_BY, tt.term))
+    append((t, A, tt.execution_class))
+    append((t, _INFLUENCED_BY, tt.term))
     when = st.time(e["time"])
     get = e.get
     if e["event"] == "begin":
@@ -100,7 +99,7 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     parent = get("parent")
     if parent is not None:
         append((t, _INFORMED_BY, mint.task(parent)))
-    if tt is not None and tt.kind != "section":
+    if tt.kind != "section":
         # every task but a section, parent or not: clients name a parent on the begin event
         # alone, so an end event cannot tell an adaptation inside a training from a stage
         # (a parent on the begin would make it both). Sections are
@@ -142,7 +141,8 @@ def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[tuple[str, s
 def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: WorkflowTerms | None,
             tt: TransformationTerms | None, st: MapState, out: list[tuple[str, str, str]],
             *, used: bool, plain: bool) -> None:
-    """``plain``: values of a workflow run itself (no transformation): plain PROVLake."""
+    """``plain``: values of a workflow run itself (no transformation, ``wt`` and ``tt`` None):
+    plain PROVLake. A task's values come with both."""
     mint_value = st.mint.value
     append = out.append
     attributes = tt.attributes if tt is not None else None
@@ -161,7 +161,8 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
         if attributes is not None:
             at = attributes.get(name)
             if at is None or not at[2]:  # not declared: plain, and counted
-                at = st.attribute(wt, tt, name)  # type: ignore[arg-type]
+                assert wt is not None and tt is not None  # attributes is tt's; a task's values have both
+                at = st.attribute(wt, tt, name)
             append((vt, A, at[1]))
             append((vt, _DERIVED_FROM, at[0]))
         elif plain:

@@ -105,15 +105,14 @@ class _Section:
 
     def add(self, e: dict[str, Any]) -> bool:
         """Count event ``e``; True when it told something new (not a re-delivery)."""
-        measures = None
+        seen: dict[str, set[int | float]] | None = None  # measure name -> its values
         for v in e.get("generated") or ():
             x = v.get("value")
             if v["name"] in self.measures_of and not isinstance(x, bool) and isinstance(x, (int, float)):
-                if measures is None:
-                    measures = {}
-                measures.setdefault(v["name"], set()).add(x)
-        if measures is not None:
-            measures = {name: sorted(xs) for name, xs in measures.items()}
+                if seen is None:
+                    seen = {}
+                seen.setdefault(v["name"], set()).add(x)
+        measures = None if seen is None else {name: sorted(xs) for name, xs in seen.items()}
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
         begin = e["event"] == "begin"
         return self.merge(e["id"], _Fact(us if begin else None, None if begin else us, e.get("index"),

@@ -137,14 +137,15 @@ def zstd_truncation(data: BinaryIO) -> str | None:
     return None
 
 
-def _open(path: Path, raw: BinaryIO) -> BinaryIO:
+def _open(path: Path, raw: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``raw``, decompressed as its name says (read_events only iterates them)."""
     name = path.name
     if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=raw)
     if name.endswith(".zst"):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
     return raw
 
 
@@ -203,13 +204,18 @@ def read_events(path: Path, *, validate: bool = True, chunk: int = 4096,
         try:
             for n, line in enumerate(stream, 1):
                 if n == 1:
-                    line = strip_bom(line)
+                    unmarked = strip_bom(line)
+                    assert isinstance(unmarked, bytes)  # bytes in, bytes out
+                    line = unmarked
                 if (not line or line[0] in _BLANK_START) and not line.strip():  # b"": a lone BOM
                     lines = n
                     continue
                 try:
                     try:
-                        obj = load_json_line(line, lambda n=n: f"{path}:{n}: ")
+                        def where(n: int = n) -> str:  # built only for an error message
+                            return f"{path}:{n}: "
+
+                        obj = load_json_line(line, where)
                     except NotJson as exc:
                         if line.endswith(b"\n"):  # complete, so not torn: a real error
                             # one line: its column says where (load_json's reason starts "line 1, ")

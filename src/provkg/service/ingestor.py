@@ -276,7 +276,8 @@ class Ingestor:
         for e in batch:
             if e.get("type") != "task":
                 continue
-            wf = self.state.runs.get(e.get("workflow_id"))
+            run = e.get("workflow_id")
+            wf = None if run is None else self.state.runs.get(run)
             if wf in self.specs:
                 seen = self._begins if e.get("event") == "begin" else self._ends
                 seen.setdefault(wf, set()).add(e["id"])
@@ -330,7 +331,8 @@ class Ingestor:
                 key: {"states": [], "events": [], "old": [], "ended": False} for key in terms.values()}
             for p, kind, text, t in rows.rows:
                 parent = "<" + str(p) + ">"
-                got = found.get(terms.get(parent))  # type: ignore[arg-type]
+                key = terms.get(parent)
+                got = None if key is None else found.get(key)
                 if got is None:
                     continue
                 if kind == "ended":
@@ -481,7 +483,9 @@ _ORPHANS_MAX = 10_000
 def _parent_chain(spec: Spec | None, section: str) -> list[str]:
     """The transformations above ``section`` (``of``, its ``of``, ...) up to a stage."""
     chain: list[str] = []
-    t = spec.transformation(section) if spec is not None else None
+    if spec is None:
+        return chain
+    t = spec.transformation(section)
     while t is not None and t.of and t.of not in chain and len(chain) < 16:
         chain.append(t.of)
         t = spec.transformation(t.of)

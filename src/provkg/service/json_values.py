@@ -74,10 +74,9 @@ def text_cell(value: object) -> str:
 def orjson_cell(value: object) -> object:
     """``value`` as orjson may write it: :func:`json_cell`, and an integer beyond 64 bits as
     its exact digits (:class:`orjson.Fragment`)."""
-    kind = type(value)
-    if kind is float:
-        return value if math.isfinite(value) else NON_FINITE[str(value)]  # type: ignore[arg-type]
-    if kind is int and not _ORJSON_MIN <= value <= _ORJSON_MAX:  # type: ignore[operator]
+    if type(value) is float:  # exactly: a subclass is not what this writes
+        return value if math.isfinite(value) else NON_FINITE[str(value)]
+    if type(value) is int and not _ORJSON_MIN <= value <= _ORJSON_MAX:
         return _number(value)
     return value
 

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from provkg.errors import NotFound, StoreError, StoreUnavailable
 from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
 from provkg.service.progress import Progress, start
-from provkg.store import Store, display_url
+from provkg.store import Rows, Store, display_url
 
 __all__ = ["LoadEntry", "LoadReport", "compact_after_load", "export_store", "init_store",
            "load_files", "replace_graph", "shared_copies", "shared_copies_warnings"]
@@ -241,7 +241,15 @@ def shared_copies(store: Store, graph: str) -> int | None:
     rows = store.select("SELECT (COUNT(*) AS ?n) WHERE { { SELECT DISTINCT ?s ?p ?o WHERE { "
                         f"GRAPH {g} {{ ?s ?p ?o }} }} }} ?s ?p ?o }}")
     distinct = store.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH {g} {{ ?s ?p ?o }} }}")
-    return max(0, int(rows.rows[0][0]) - int(distinct.rows[0][0]))
+    return max(0, _count(rows) - _count(distinct))
+
+
+def _count(answer: Rows) -> int:
+    """The one value of a ``SELECT (COUNT(*) AS ?n)``: an xsd:integer, so an int (a number
+    or its digits from a store that types it otherwise)."""
+    n = answer.rows[0][0]
+    assert isinstance(n, (int, float, str)), n
+    return int(n)
 
 
 def shared_copies_warnings(store: Store, graph: str | None) -> list[str]:

@@ -153,8 +153,8 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             notes.append(f"{values[p.name]!r} (parameter {p.name}) belongs to runs of a workflow "
                          f"whose spec the store does not hold, {_PLAIN_RUNS}")
     notes += unknown_attributes(store, name, params)
-    if not notes and isinstance(values.get("hyperparameter"), str) and "value" in values:
-        notes += _unrecorded_value(store, values["hyperparameter"], values["value"])
+    if not notes and isinstance(hyperparameter := values.get("hyperparameter"), str) and "value" in values:
+        notes += _unrecorded_value(store, hyperparameter, values["value"])
     if not notes and name in _THROUGH_DOMAIN_KG:
         notes += _dangling_links(store, name, base=base)
     if notes:
@@ -174,10 +174,10 @@ def why_empty(store: Store, name: str, params: dict[str, object], *, schema: str
             notes.append(f"with --schema {other} the same query has {len(found.rows)} "
                          f"row{'s' if len(found.rows) != 1 else ''}: the data were mapped "
                          f"in the {other} schema, not {schema}")
-    if not notes and name == "q7" and isinstance(values.get("measure"), str):
+    if not notes and name == "q7" and isinstance(measure := values.get("measure"), str):
         param = next(p for p in query.parameters if p.name == "dataset")
         dataset = " ".join(located.get("dataset") or (term_for(param, values["dataset"], base=base),))
-        notes += _no_section_measure(store, dataset, values["measure"],
+        notes += _no_section_measure(store, dataset, measure,
                                      lower=measure_lower(values), timeout=timeout)
     return notes
 
@@ -349,7 +349,7 @@ def _location_named_by(store: Store, value: str, *, base: str) -> str | None:
     rows = store.select(f"SELECT DISTINCT ?loc WHERE {{ {value} {PL.location} ?loc }}",
                         hide_system_graphs=False)
     for (loc,) in rows.rows:
-        if _named_by_location(value, loc, base):
+        if isinstance(loc, str) and _named_by_location(value, loc, base):
             return loc
     return None
 
@@ -368,7 +368,8 @@ def _values_sharing_location(store: Store, value: str, *, base: str) -> list[str
     that gave two values two ids at one path (two versions of a file) told them apart."""
     rows = store.select(f"SELECT DISTINCT ?v ?loc WHERE {{ {value} {PL.location} ?loc . "
                         f"?v {PL.location} ?loc }}", hide_system_graphs=False)
-    by_path = sorted({iri(v) for v, loc in rows.rows if _named_by_location(v, loc, base)} - {value})
+    by_path = sorted({iri(v) for v, loc in rows.rows
+                      if isinstance(v, str) and _named_by_location(v, loc, base)} - {value})
     return [value, *by_path]
 
 

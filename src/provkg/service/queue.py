@@ -26,6 +26,7 @@ by :meth:`IngestQueue.stalled` while it lasts.
 from __future__ import annotations
 
 import fcntl
+import io
 import logging
 import os
 import threading
@@ -133,8 +134,8 @@ class IngestQueue:
                         "dead_letters": 0}
         self._failing: tuple[float, str] | None = None  # (since, problem) while retrying
         self._threads: list[threading.Thread] = []
-        self._file = None
-        self._lock_file = None
+        self._file: io.FileIO | None = None  # the active segment, open while started
+        self._lock_file: io.TextIOWrapper | None = None  # holds the folder's flock while started
         self._error: BaseException | None = None
         #: (since, problem, bytes refused) while the queue's disk refuses batches (503 each)
         self._write_failed: tuple[float, str, int] | None = None
@@ -465,11 +466,11 @@ class IngestQueue:
     # -- files ------------------------------------------------------------------
 
     def _lock_directory(self) -> None:
-        self._lock_file = open(self.directory / "lock", "w")
+        self._lock_file = lock_file = open(self.directory / "lock", "w")
         try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._lock_file.close()
+            lock_file.close()
             self._lock_file = None
             raise QueueUnavailable(
                 f"the queue folder {self.directory} is used by another process (one owner per "

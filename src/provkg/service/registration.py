@@ -263,9 +263,11 @@ def _late_changes(store: Store, spec: Spec, *, mint: Minter, tasks: list[str] | 
     query = sprov.adaptation_invocations_query(spec, mint=mint, tasks=tasks)
     if query is None:
         return
-    tasks_found: dict[tuple[str, ...], list[str]] = {}
-    for task, inst, run, rid, proc, name in store.select(query).rows:
-        tasks_found.setdefault((task, inst, run, str(rid), proc), []).append(str(name))
+    # (task, instance, run, run id, process) -> names of what the task generated
+    tasks_found: dict[tuple[str, str, str, str, str], list[str]] = {}
+    for task, inst, run, rid, proc, name in store.select(query).rows:  # IRIs come as str
+        key = (str(task), str(inst), str(run), str(rid), str(proc))
+        tasks_found.setdefault(key, []).append(str(name))
     update = sprov.late_change_update(spec, [(*key, names) for key, names in tasks_found.items()],
                                       mint=mint)
     if update is not None:

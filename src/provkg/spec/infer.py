@@ -87,7 +87,8 @@ def infer_specs(events: Iterable[Mapping[str, Any]], *, guess: bool = True) -> d
             if isinstance(e.get("phase"), str):
                 flow.phase, flow.said = e["phase"], True
             continue
-        name = runs.get(e.get("workflow_id"))
+        run = e.get("workflow_id")
+        name = runs.get(run) if isinstance(run, str) else None
         if name is None or e.get("type") != "task":
             continue
         flow = flows.setdefault(name, _Workflow(name))
@@ -104,7 +105,8 @@ def _note_task(flow: _Workflow, e: Mapping[str, Any], transformation_of: dict[st
     kind = e.get("kind")
     if kind in KINDS:
         draft.kind, draft.kind_guessed, flow.said = kind, False, True
-    parent = transformation_of.get(e.get("parent")) if isinstance(e.get("parent"), str) else None
+    parent_id = e.get("parent")
+    parent = transformation_of.get(parent_id) if isinstance(parent_id, str) else None
     if parent is not None and parent != draft.name:
         draft.of = draft.of or parent
         if draft.kind is None:
@@ -133,7 +135,7 @@ def _spec(flow: _Workflow, *, guess: bool) -> InferredSpec:
             if guess and kind != "transformation":
                 guessed.append(f"{d.name}: kind {kind} (from its name)")
         of = d.of if kind == "section" else None
-        attrs = {}
+        attrs: dict[str, list[Attribute]] = {}
         for key, found in (("used", d.used), ("generated", d.generated)):
             attrs[key] = []
             for name, (role, was_guessed) in found.items():

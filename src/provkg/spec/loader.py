@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from provkg.errors import BadSpec, NotFound
 from provkg.problems import describe
@@ -224,7 +225,7 @@ def _parse_document(text: str, source: str, *, echo: bool) -> Spec:
     return spec
 
 
-def _pydantic_message(err: dict[str, Any], loc: tuple[Any, ...], *, is_json: bool = False) -> str:
+def _pydantic_message(err: ErrorDetails, loc: tuple[Any, ...], *, is_json: bool = False) -> str:
     if err["type"] == "missing":
         return "required field is missing"
     if err["type"] == "extra_forbidden":
@@ -251,9 +252,10 @@ def _fields_at(path: tuple[Any, ...]) -> list[str]:
     for part in path:
         if isinstance(part, int):
             continue
-        model = _ITEMS.get(part)  # type: ignore[assignment]
-        if model is None:
+        item = _ITEMS.get(part)
+        if item is None:
             return []
+        model = item
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
