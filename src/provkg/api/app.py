@@ -99,11 +99,11 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     ['/v1/events', '/v1/ontologies', '/v1/ontologies/{name}']
     """
     settings = settings or (service.settings if service is not None else get_settings())
-    opened = [service]
+    opened: list[Service] = [service] if service is not None else []  # used by the first start
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        running = opened.pop() if opened and opened[0] is not None else open_service(settings)
+        running = opened.pop() if opened else open_service(settings)
         app.state.service = running
         try:
             if settings.mqtt_url:

@@ -203,6 +203,7 @@ class MqttListener:
         mid, qos = message.mid, message.qos
         try:
             payload = strip_bom(self._decoded(bytes(message.payload)))
+            assert isinstance(payload, bytes)  # strip_bom keeps the type it is given
             batch = parse_batch(payload)
         except ProvkgError as exc:
             raw = bytes(message.payload)

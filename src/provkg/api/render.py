@@ -291,8 +291,10 @@ def _graph_body(media: str, ntriples: str) -> bytes:
                RDF_XML: ox.RdfFormat.RDF_XML}
     triples = [q.triple for q in ox.parse(ntriples.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)]
     prefixes = {p: ns for p, ns in PREFIXES.items() if f"<{ns}" in ntriples}
-    return ox.serialize(triples, format=formats[media],
+    body = ox.serialize(triples, format=formats[media],
                         prefixes=None if media == JSON_LD else prefixes)
+    assert body is not None  # without an output file, serialize returns the bytes
+    return body
 
 
 #: characters XML 1.0 cannot carry at all, not even as character references

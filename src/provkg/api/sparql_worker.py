@@ -87,13 +87,13 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
             return {"kind": "ask", "boolean": bool(result)}
         if isinstance(result, ox.QuerySolutions):
             columns = [v.value for v in result.variables]
-            rows = []
+            rows: list[list[dict[str, Any] | None]] = []
             for solution in result:
                 if len(rows) >= max_rows:
                     return _too_many(max_rows)
                 rows.append([oxigraph_result_term(solution[c]) for c in columns])
             return {"kind": "select", "columns": columns, "rows": rows}
-        lines = []
+        lines: list[str] = []
         for triple in result:
             if len(lines) >= max_rows:
                 return _too_many(max_rows)

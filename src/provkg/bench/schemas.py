@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from provkg.bench import synthetic
 from provkg.bench.dataset import DatasetReport, build_datasets
@@ -76,9 +77,8 @@ def plan_queries(shape: Shape, *, only: list[str] | None = None) -> list[QueryPl
         q = catalog[name]
         params = {}
         for p in q.parameters:
-            pname = p.name if hasattr(p, "name") else p[0]
-            if pname in values:
-                params[pname] = values[pname]
+            if p.name in values:
+                params[p.name] = values[p.name]
         plan = QueryPlan(name=name, question=getattr(q, "question", ""), params=params)
         for schema in ("typed", "tagged"):
             try:
@@ -231,7 +231,7 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
                    timeout: float = 300.0, budget: float = 60.0, rdflib_timeout: float = 60.0,
                    progress: bool = True,
                    plot: bool = True, explain: bool = True,
-                   explain_timeout: float = 1800) -> dict[str, object]:
+                   explain_timeout: float = 1800) -> dict[str, Any]:
     """The whole experiment; writes the results files and returns the results document."""
     from provkg.bench import report
 

@@ -25,9 +25,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provkg.bench.worker import StoreWorker, peak_rss_bytes
 from provkg.errors import StoreError
+
+if TYPE_CHECKING:
+    from provkg.testing import VirtuosoServer
 
 __all__ = ["STORES", "StoreRun", "open_stores"]
 
@@ -178,7 +182,7 @@ def _virtuoso(run: StoreRun, datasets: dict[str, Path], work: Path,
     _start_workers(run, urls, {})
 
 
-def _virtuoso_server(cls: type, directory: Path, data: Path) -> object:
+def _virtuoso_server(cls: type[VirtuosoServer], directory: Path, data: Path) -> VirtuosoServer:
     """A VirtuosoServer that may bulk-load ``data``, its buffers sized for the file (5.5 GB
     from about two million triples up, as RECIPES advises for ten million); the launcher
     raises ResultSetMaxRows far above any answer here, and the benchmark compares row

@@ -533,10 +533,10 @@ def ground_truth(shape: Shape) -> GroundTruth:
                 loss = ev["generated"][0]["value"]
                 mins = least.setdefault(run, {})
                 mins[stage] = min(mins.get(stage, math.inf), loss)
-    mins = {final_model_location(int(run[1:]) - 1): (m["training"], m["validation"])
+    best = {final_model_location(int(run[1:]) - 1): (m["training"], m["validation"])
             for run, m in least.items()}
     s = _SEISMIC[prep.seismic]
-    return GroundTruth(min_batch_loss=mins, seismic_file=s.location, basin=s.basin,
+    return GroundTruth(min_batch_loss=best, seismic_file=s.location, basin=s.basin,
                        field=s.field, slices=s.slices, slice_range=(prep.slice_start, prep.slice_end),
                        tile_size=prep.tile_size, noise_threshold=prep.noise_threshold)
 

@@ -13,7 +13,9 @@ import multiprocessing
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from provkg.errors import ProvkgError, QueryTimeout, StoreError
 from provkg.store import Rows
@@ -39,7 +41,7 @@ def peak_rss_bytes(pid: int) -> int | None:
     return None
 
 
-def _serve(conn, url: str, files: list[str]) -> None:
+def _serve(conn: Connection, url: str, files: list[str]) -> None:
     from provkg.store import open_store
 
     try:
@@ -79,7 +81,8 @@ class StoreWorker:
         self.files = [str(f) for f in files]
         self.label = label or url
         self._proc: multiprocessing.process.BaseProcess | None = None
-        self._conn = None
+        #: the parent's end of the pipe to the child; set by ``start`` with ``_proc``
+        self._conn: Connection | None = None
         self.load: LoadReport | None = None
         self.peak_rss: int | None = None
 
@@ -120,19 +123,25 @@ class StoreWorker:
         """
         if not self.alive:
             raise StoreError(f"{self.label}: the store's process is not running")
-        self._conn.send(text)
+        self._pipe().send(text)
         msg = self._receive(timeout, what="answer")
         if msg[0] == "error":
             raise StoreError(f"{self.label}: {msg[1]}")
         self._note_rss()
         return msg[1], Rows(list(msg[2]), [list(r) for r in msg[3]])
 
-    def _receive(self, timeout: float | None, *, what: str) -> tuple:
-        if not self._conn.poll(timeout):
+    def _pipe(self) -> Connection:
+        """The pipe to the child (``start`` opens it before anything is sent or received)."""
+        assert self._conn is not None, "StoreWorker.start() first"
+        return self._conn
+
+    def _receive(self, timeout: float | None, *, what: str) -> tuple[Any, ...]:
+        conn = self._pipe()
+        if not conn.poll(timeout):
             self.kill()
             raise QueryTimeout(f"{self.label}: no {what} within {timeout:.0f} s (process ended)")
         try:
-            return self._conn.recv()
+            return conn.recv()
         except EOFError:
             self.kill()
             raise StoreError(f"{self.label}: the store's process died during {what}") from None
@@ -151,14 +160,15 @@ class StoreWorker:
 
     def close(self) -> None:
         """Close the store in the child and end it (killed if it does not end in 60 s)."""
-        if self.alive:
+        proc = self._proc
+        if proc is not None and proc.is_alive():  # (self.alive)
             self._note_rss()
             try:
-                self._conn.send(None)
-                self._conn.poll(60)
+                self._pipe().send(None)
+                self._pipe().poll(60)
             except (OSError, EOFError):
                 pass
-            self._proc.join(60)
+            proc.join(60)
         self.kill()
 
     def __enter__(self) -> StoreWorker:

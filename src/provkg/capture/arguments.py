@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import numbers
-from typing import Any, TypeVar
+from typing import Any, overload
 
 from provkg.capture.report import report_once
 from provkg.capture.values import MAX_NAME
@@ -18,7 +18,6 @@ from provkg.capture.values import MAX_NAME
 __all__ = ["Status", "fit_name", "fit_setting", "wire_status", "status_message", "message_text",
            "spool_dirname"]
 
-T = TypeVar("T")
 _MAX_MESSAGE = 4096
 
 
@@ -86,15 +85,22 @@ def fit_name(value: object, what: str) -> str:
     return text
 
 
-def fit_setting(value: Any, default: T, what: str) -> T:
+@overload
+def fit_setting(value: Any, default: int, what: str) -> int: ...
+@overload
+def fit_setting(value: Any, default: float, what: str) -> float: ...
+def fit_setting(value: Any, default: float, what: str) -> float:
     """A numeric setting of ``workflow(...)``: ``value`` when it is a number of 0 or more
     (an int where ``default`` is one), else ``default`` (logged)."""
     kind = type(default)
     try:
-        if isinstance(value, numbers.Integral if kind is int else numbers.Real) and \
-                not isinstance(value, bool) and value >= 0:
+        # ``value`` is left un-narrowed (Any): numbers.Real promises only < and <=, yet int,
+        # float, Fraction and numpy's numbers all take >=; a type whose >= raises is caught below
+        number = isinstance(value, numbers.Integral if kind is int else numbers.Real) and \
+            not isinstance(value, bool)
+        if number and value >= 0:
             # (seconds beyond 11 days are "forever": a thread cannot wait for infinity)
-            return kind(value) if kind is int else min(float(value), 1e6)  # type: ignore[return-value]
+            return int(value) if kind is int else min(float(value), 1e6)
     except Exception:  # noqa: BLE001 - a number type whose comparison or conversion raises
         pass
     report_once(("setting", what), f"workflow {what}= must be a number of 0 or more"

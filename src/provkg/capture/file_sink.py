@@ -223,7 +223,8 @@ class FileSink:
             import zstandard
 
             compressor = zstandard.ZstdCompressor(level=3)
-            self._out = compressor.stream_writer(_WholeWrites(raw), closefd=False)
+            # zstandard's stub asks for IO[bytes]; its stream_writer only calls write and flush
+            self._out = compressor.stream_writer(_WholeWrites(raw), closefd=False)  # type: ignore[arg-type]
         else:
             self._out = raw
         self._segment_size = self._raw_size = 0

@@ -76,7 +76,7 @@ def _sources(derived_from: object) -> tuple[str, ...]:
             raise TypeError(f"derived_from takes ids (strings) or refs, or a list of them, not "
                             f"{type(derived_from).__name__}")
         else:
-            items = derived_from  # type: ignore[assignment]
+            items = derived_from
         for item in items:
             key = item.key if isinstance(item, Ref) else item
             if isinstance(item, Ref) and item.domain and isinstance(key, str):

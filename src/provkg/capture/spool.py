@@ -237,9 +237,11 @@ class Spool:
                 report_once(("spool-io", str(self.root), exc.errno), f"cannot write the spool "
                             f"{self.directory}: {exc}; events are being dropped")
                 return False
+            current = self._current
+            assert current is not None  # _segment_for_appends always leaves one
             self._current_size += len(data)
             self._current_lines += len(lines)
-            self._lines[self._current] = self._lines.get(self._current, 0) + len(lines)
+            self._lines[current] = self._lines.get(current, 0) + len(lines)
             self._bytes += len(data)
             self.spooled_events += len(lines)
             return True

@@ -38,7 +38,7 @@ def tracker(transformation: str | Callable[..., Any] | None = None, *,
         return tracker(workflow=workflow)(transformation)
 
     def decorate(fn: F) -> F:
-        name = transformation or getattr(fn, "__name__", "function")
+        name: str = transformation if transformation else getattr(fn, "__name__", "function")
         try:
             signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):

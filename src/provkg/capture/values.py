@@ -136,12 +136,12 @@ def _convert(value: Any, budget: list[int], depth: int) -> Any:
                 raise _too_big(value.size)
             if value.shape == ():  # a numpy scalar, or a 0-d array
                 return _convert(_array_scalar(value), budget, depth)
-            kind = getattr(getattr(value, "dtype", None), "kind", "")
-            if kind == "f" and value.dtype.itemsize != 8:
+            dtype_kind = getattr(getattr(value, "dtype", None), "kind", "")
+            if dtype_kind == "f" and value.dtype.itemsize != 8:
                 # float32 / float16 / longdouble: each number's shortest text, read as a double
                 # (numpy does both in C); tolist() gives float32 0.001 as 0.0010000000474974513
                 value = value.astype(str).astype("float64").tolist()
-            elif kind in ("c", "m", "M"):
+            elif dtype_kind in ("c", "m", "M"):
                 value = list(value)  # numpy scalars (or rows): each as its user sees it
             else:
                 value = value.tolist()

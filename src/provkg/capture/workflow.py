@@ -18,10 +18,10 @@ import os
 import pickle
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from provkg.capture.arguments import (
     fit_name,
@@ -116,7 +116,7 @@ class Workflow:
         self.status: str | None = None
         #: whether this process owns the run (records its begin and end); see ``processes``
         self.owner = _owner
-        self._counter = itertools.count(1)
+        self._counter: Iterator[int] = itertools.count(1)
         self._id_prefix = f"{self.id}." if _owner else f"{self.id}.{process_tag()}."
         self._open_tasks: dict[Task, None] = {}  # begun, not ended (ended at SIGTERM / exit)
         self._sink_arg = sink if isinstance(sink, str) else None
@@ -152,7 +152,7 @@ class Workflow:
                                max_queue=fit_setting(max_queue, 20_000, "max_queue"),
                                flush_timeout=fit_setting(flush_timeout, 5.0, "flush_timeout"),
                                run_id=self.id, durable=not _owner)
-        self._emit = self.emitter.emit
+        self._emit: Callable[[dict[str, Any]], None] = self.emitter.emit
         _workflows.add(self)
         if not _owner:  # a view of a run begun elsewhere: it records tasks from now on
             self._began = True
@@ -430,7 +430,7 @@ def _receive(state: dict[str, Any]) -> Workflow:
     """Unpickle a workflow: this process's object for that run, else a new view of it."""
     for wf in list(_workflows):
         if wf.id == state["id"] and not wf._ended:
-            return wf
+            return cast(Workflow, wf)  # only Workflow.__init__ adds to _workflows
     sink: Any = state.get("sink")
     try:
         if isinstance(sink, bytes):

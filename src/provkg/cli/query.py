@@ -24,7 +24,7 @@ __all__ = ["catalog_rows", "cmd_query", "cmd_sparql", "parse_params"]
 
 def catalog_rows() -> Rows:
     """``provkg query --list``: one row per canned query."""
-    rows = []
+    rows: list[list[object]] = []
     for q in query_catalog():
         params = ", ".join(p.name if p.required else f"[{p.name}]" if p.default is None
                            else f"{p.name}={p.default}" for p in q.parameters)

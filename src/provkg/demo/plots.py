@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
@@ -53,7 +54,8 @@ SELECT ?node ?file_label ?survey ?field ?basin WHERE {
 }"""
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> ModuleType:
+    """``matplotlib.pyplot``, drawing to files only (no display)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display, no GUI toolkit

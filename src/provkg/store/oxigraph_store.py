@@ -99,6 +99,8 @@ class OxigraphStore(Store):
     _read_only = False
     #: a write failed: the store is opened again before the next write (``_writable``)
     _reopening = False
+    #: the pyoxigraph store; None once closed, and while it is opened again (``_reopen``)
+    _store: ox.Store | None
 
     def __init__(self, directory: str | Path | None, *, url: str | None = None,
                  read_only: bool = False):
@@ -158,43 +160,45 @@ class OxigraphStore(Store):
                   graph: str | None = None, progress: Callable[[int], object] | None = None) -> int:
         """See :meth:`Store.load_file`. ``progress`` is called with byte counts as the file is read."""
         path, fmt, gzipped = rdf_file(path, format)
-        self._check_open()
-        before = len(self._store)
+        before = len(self._check_open())
         to_graph = ox.NamedNode(graph) if graph else None
         base = path.resolve().as_uri()
         if not gzipped and progress is None:  # Oxigraph reads the file itself: fastest
-            self._write(lambda: self._store.bulk_load(
+            self._write(lambda: self._check_open().bulk_load(
                 path=str(path), format=_FORMATS[fmt], base_iri=base, to_graph=to_graph),
                 what=str(path))
-            self._bulk_loaded += len(self._store) - before
-            return len(self._store) - before
+            self._bulk_loaded += len(self._check_open()) - before
+            return len(self._check_open()) - before
         with path.open("rb") as raw:
             stream = counting_reader(raw, progress)
             source = gzip.GzipFile(fileobj=stream) if gzipped else stream
-            self._write(lambda: self._store.bulk_load(
-                input=source, format=_FORMATS[fmt], base_iri=base, to_graph=to_graph),
+            # pyoxigraph reads any binary file object; its stub names typing.IO only (a
+            # GzipFile, an io.BufferedReader are not typing.IO)
+            self._write(lambda: self._check_open().bulk_load(
+                input=source, format=_FORMATS[fmt], base_iri=base,  # type: ignore[arg-type]
+                to_graph=to_graph),
                 what=str(path))
         # duplicates in the file (or already stored) are not counted twice
-        self._bulk_loaded += len(self._store) - before
-        return len(self._store) - before
+        self._bulk_loaded += len(self._check_open()) - before
+        return len(self._check_open()) - before
 
     def compact(self, *, force: bool = False) -> float | None:
         """See :meth:`Store.compact`: Oxigraph's ``optimize`` (a full RocksDB compaction) of a
         store on disk, when bulk loads since it was opened (or the last compaction) added
         ``COMPACT_SHARE`` of its triples or ``COMPACT_TRIPLES``."""
-        self._check_open()
+        db = self._check_open()
         loaded, self._bulk_loaded = self._bulk_loaded, 0
         if self.directory is None or self._read_only or not loaded and not force:
             return None
         if not force and (loaded < COMPACT_MIN or loaded < COMPACT_TRIPLES
-                          and loaded < COMPACT_SHARE * len(self._store)):
+                          and loaded < COMPACT_SHARE * len(db)):
             return None
         start = time.perf_counter()
-        self._write(lambda: self._store.optimize(), what="the compacted files")
+        self._write(lambda: self._check_open().optimize(), what="the compacted files")
         return time.perf_counter() - start
 
     def update(self, sparql: str) -> None:
-        self._write(lambda: self._store.update(sparql), what="SPARQL update")
+        self._write(lambda: self._check_open().update(sparql), what="SPARQL update")
 
     def clear(self, *, graph: str | None = None) -> None:
         what = "the cleared store" if graph is None else f"the cleared graph {graph}"
@@ -336,14 +340,13 @@ class OxigraphStore(Store):
             self._check_open()  # raises, saying why
         return db
 
-    def _writable(self) -> Any:
+    def _writable(self) -> ox.Store:
         """The pyoxigraph store, opened again first if a write failed since (``_reopen``)."""
         if self._reopening:
             with _REOPEN_LOCK:  # two writers (parallel_adds) reopen it once
                 if self._reopening:
                     self._reopen()
-        self._check_open()
-        return self._store
+        return self._check_open()
 
     def _reopen(self) -> None:
         """After a failed write (a full disk, an I/O error) RocksDB refuses every later write
@@ -367,12 +370,18 @@ class OxigraphStore(Store):
         self._reopening = False
         log.warning("reopened the store %s after a failed write", self.url)
 
-    def _check_open(self) -> None:
-        if self._store is None:
+    def _check_open(self) -> ox.Store:
+        """The pyoxigraph store.
+
+        Raises:
+            StoreUnavailable: it is closed, or could not be opened again after a failed write."""
+        store = self._store
+        if store is None:
             if self._reopening:
                 raise StoreUnavailable(f"the store {self.url} failed a write and could not be "
                                        "opened again yet (is its disk full?)")
             raise StoreUnavailable(f"the store {self.url} is closed")
+        return store
 
 
 #: files of an Oxigraph (RocksDB) folder: the first two in every complete one, LOCK from the start
@@ -417,7 +426,7 @@ def oxigraph_python_value(term: object) -> object:
     return term.value  # type: ignore[attr-defined]
 
 
-def oxigraph_result_term(term: object) -> dict[str, object] | None:
+def oxigraph_result_term(term: object) -> dict[str, Any] | None:
     """A pyoxigraph term as a SPARQL 1.1 Query Results JSON term (None stays None); a
     quoted triple (RDF 1.2) as ``{"type": "triple", "value": {"subject": ..., ...}}``."""
     if term is None:

@@ -72,6 +72,7 @@ def select_terms(store: StoreLike, query: str, *, timeout: float | None = None) 
     ``DATATYPE`` and ``LANG``."""
     columns = projected_variables(query)
     head = _PROLOGUE.match(query)
+    assert head is not None  # _PROLOGUE is (...)*: it matches every text, empty at worst
     prologue, body = query[:head.end()], query[head.end():]
     parts = []
     for i, v in enumerate(columns):

@@ -96,7 +96,9 @@ def _template(query: str, prefixes: tuple[tuple[str, str], ...],
     blocks = _values_blocks(query)
     if not blocks:
         return None
-    prologue = _PROLOGUE.match(query).group(0)  # the block's prefixed names need it
+    opening = _PROLOGUE.match(query)
+    assert opening is not None  # _PROLOGUE is (...)*: it matches every text, empty at worst
+    prologue = opening.group(0)  # the block's prefixed names need it
     out, rows, last = [], [], 0
     for i, (start, end, head) in enumerate(blocks):
         block = _block_rows(prologue, head, query[start:end], prefixes, namespaces)

@@ -109,7 +109,10 @@ class RdflibStore(Store):
             source = gzip.GzipFile(fileobj=stream) if gzipped else stream
             quads = fmt in ("nquads", "trig")
             try:
-                self._parse(lambda target: target.parse(source=source, format=_FORMATS[fmt],
+                # rdflib reads any binary file object; its annotation names typing.IO only (a
+                # GzipFile, an io.BufferedReader are not typing.IO)
+                self._parse(lambda target: target.parse(source=source,  # type: ignore[arg-type]
+                                                        format=_FORMATS[fmt],
                                                         publicID=path.resolve().as_uri()),
                             graph=graph, whole_dataset=quads, what=str(path))
             except StoreError as exc:
@@ -226,8 +229,8 @@ class RdflibStore(Store):
                 into_default = ds.graph(URIRef(graph)) if graph else ds.default_graph
                 for named in fresh.graphs():
                     default = named.identifier == DATASET_DEFAULT_GRAPH_ID
-                    target = into_default if default else ds.graph(named.identifier)
-                    target += named
+                    into = into_default if default else ds.graph(named.identifier)
+                    into += named
                 return
             target: Graph = ds.default_graph if graph is None else ds.graph(URIRef(graph))
             parse(target)
@@ -269,7 +272,9 @@ def _diagnose(path: Path, fmt: str, gzipped: bool) -> str | None:
                "trig": ox.RdfFormat.TRIG}
     try:
         with (gzip.open(path) if gzipped else path.open("rb")) as f:
-            for _ in ox.parse(f, format=formats[fmt], base_iri=path.resolve().as_uri()):
+            # pyoxigraph reads any binary file object; its stub names typing.IO only
+            for _ in ox.parse(f, format=formats[fmt],  # type: ignore[arg-type]
+                              base_iri=path.resolve().as_uri()):
                 pass
     except SyntaxError as exc:
         return str(exc)

@@ -146,6 +146,7 @@ def syntax_error(message: str, *, what: str = "SPARQL", query: str | None = None
         said = undeclared_prefix(query, store_declares)
         if said is not None:
             where = re.search(r" at (\d+):(\d+)$", said)
+            assert where is not None  # undeclared_prefix ends each message " at LINE:COLUMN"
             return QuerySyntaxError(f"{what} syntax error: {said[:where.start()]}",
                                     line=int(where.group(1)), column=int(where.group(2)))
     line = column = None

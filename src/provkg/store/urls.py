@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import parse_qsl, unquote, urljoin, urlsplit, urlunsplit
 
 from provkg.errors import BadParameter, NotFound, StoreUnavailable
@@ -28,6 +28,13 @@ __all__ = ["open_store", "store_dialect", "STORE_SCHEMES", "parse_endpoint", "op
 #: the options a server URL's query string may hold (the rest go to a ``sparql+`` endpoint)
 OPTIONS = frozenset({"update", "gsp", "user", "password", "default_graph", "union", "timeout",
                      "connect_timeout"})
+
+
+class _Timeouts(TypedDict, total=False):
+    """The timeouts a server URL sets (seconds), as the :class:`Endpoint` fields they are."""
+
+    timeout: float
+    connect_timeout: float
 
 
 def _authority_problem(url: str) -> str:
@@ -78,7 +85,7 @@ def parse_endpoint(url: str) -> tuple[str, Endpoint]:
         own["user"] = unquote(parts.username)
         if parts.password is not None and "password" not in own:
             own["password"] = unquote(parts.password)
-    timeouts = {}  # Endpoint.timeout, Endpoint.connect_timeout
+    timeouts: _Timeouts = {}
     for option in ("timeout", "connect_timeout"):
         if option in own:
             try:

@@ -24,7 +24,7 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 import httpx
 
@@ -113,14 +113,14 @@ class _Server(ABC):
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
     @abstractmethod
-    def start(self):  # type: ignore[no-untyped-def]
+    def start(self) -> Self:
         """Start the server and wait until it answers; returns the server."""
 
     @abstractmethod
@@ -151,7 +151,7 @@ class OxigraphServer(_Server):
     def store_url(self) -> str:
         return f"oxigraph+{self.url}"
 
-    def start(self) -> OxigraphServer:
+    def start(self) -> Self:
         binary = find_binary("oxigraph", hint="pip install oxigraph (provkg's test / bench extras)")
         self.directory.mkdir(parents=True, exist_ok=True)
         self._spawn([binary, "serve", "--location", str(self.directory),
@@ -211,7 +211,7 @@ class VirtuosoServer(_Server):
         """Anonymous ``/sparql`` for queries and updates (granted at start)."""
         return f"virtuoso+{self.url}"
 
-    def start(self) -> VirtuosoServer:
+    def start(self) -> Self:
         binary = find_binary("virtuoso-t", hint="apt-get install virtuoso-opensource "
                              "(scripts/test does it)")
         self.directory.mkdir(parents=True, exist_ok=True)

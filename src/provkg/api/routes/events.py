@@ -52,7 +52,9 @@ async def post_events(request: Request) -> dict[str, int]:
     body = await read_body(request, limit=service.settings.max_body_bytes,
                            decompressed_limit=service.settings.max_decompressed_bytes)
     # queued as validated: the worker parses the very bytes checked here, by the same rule
-    body = strip_bom(body)
+    stripped = strip_bom(body)
+    assert isinstance(stripped, bytes)  # strip_bom keeps the type it is given
+    body = stripped
     if len(body) > _INLINE_BYTES:
         batch = await run_in_threadpool(parse_batch, body)
     else:
