@@ -257,6 +257,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     innermost: str              # a section transformation with no sections of its own (batches)
     status: str                 # "finished" | "failed"
     message: str                # failure message
+    tag: str                    # a run's tag, "key=value"
     host: str
     pid: str
     environment: str            # JSON of the capture environment (rdf:JSON)

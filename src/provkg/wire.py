@@ -21,6 +21,11 @@ import orjson
 
 __all__ = [
     "FORMAT",
+    "KINDS",
+    "MAX_TAGS",
+    "MAX_TAG_VALUE",
+    "PHASES",
+    "ROLES",
     "MAX_ID",
     "MAX_INT_DIGITS",
     "MAX_NAME",
@@ -41,6 +46,20 @@ __all__ = [
 
 #: the batch envelope's ``format`` tag: ``{"format": FORMAT, "events": [...]}``
 FORMAT = "provkg.events/1"
+
+# -- roles: what a transformation or a value is (spec format, and events that carry them) --
+
+#: the kinds of transformation (a spec's ``kind``; a task begin's optional ``kind``)
+KINDS = ("transformation", "training", "validation", "evaluation", "section",
+         "feature_extraction", "adaptation")
+#: the roles of an attribute (a spec's ``role``; a value's optional ``role``)
+ROLES = ("hyperparameter", "model_hyperparameter", "model", "model_schema", "evaluation_measure",
+         "dataset", "dataset_characteristic", "feature_set", "data_reference", "domain_reference",
+         "plain")
+#: the phases of a workflow (a spec's ``phase``; a workflow begin's optional ``phase``)
+PHASES = ("curation", "preparation", "learning")
+#: most tags a workflow event carries, and longest tag value (characters)
+MAX_TAGS, MAX_TAG_VALUE = 64, 1024
 
 # -- limits: what the server refuses, and so what the capture library fits values to ---------
 

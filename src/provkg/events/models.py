@@ -26,14 +26,19 @@ from pydantic import (
 from provkg.term import is_valid_iri, json_size
 from provkg.wire import (
     FORMAT,
+    KINDS,
     MAX_ID,
     MAX_INT_DIGITS,
     MAX_NAME,
+    MAX_TAG_VALUE,
+    MAX_TAGS,
     MAX_TIME,
     MAX_URI,
     MAX_VALUE_BYTES,
     MAX_VALUE_DEPTH,
     NON_FINITE_REFUSED,
+    PHASES,
+    ROLES,
     URI_PATTERN,
 )
 
@@ -212,6 +217,15 @@ class _Model(BaseModel):
 
 
 #: what a domain IRI must look like (the models and the error rendering say it alike)
+Kind = Literal["transformation", "training", "validation", "evaluation", "section",
+               "feature_extraction", "adaptation"]
+Role = Literal["hyperparameter", "model_hyperparameter", "model", "model_schema",
+               "evaluation_measure", "dataset", "dataset_characteristic", "feature_set",
+               "data_reference", "domain_reference", "plain"]
+Phase = Literal["curation", "preparation", "learning"]
+if (get_args(Kind), get_args(Role), get_args(Phase)) != (KINDS, ROLES, PHASES):
+    raise RuntimeError("events.models' Kind / Role / Phase differ from wire's KINDS / ROLES / PHASES")
+
 NOT_AN_IRI = ("must be an absolute IRI of the domain KG (https://kg.example.org/well/7: "
                "scheme:..., no spaces or <>\"{}|^`\\, % only as %XX, a numeric port)")
 
@@ -225,6 +239,8 @@ class Value(_Model):
     location: Uri | None = None
     domain: Uri | None = None
     derived_from: list[Id] | None = None
+    #: what the value is (a spec attribute's role), for a workflow without a written spec
+    role: Role | None = None
 
     @field_validator("domain")
     @classmethod
@@ -277,6 +293,13 @@ class WorkflowEvent(_EventBase):
 
     type: Literal["workflow"]
     workflow: Name
+    #: the workflow's phase (a spec's ``phase``), for a workflow without a written spec
+    phase: Phase | None = None
+    #: a readable name of the run (a trainer's or logger's run name); begin events
+    label: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_NAME)
+    #: key -> value text, set by the user or the framework (``{"team": "seismic"}``)
+    tags: dict[Name, Annotated[StrictStr, Field(max_length=MAX_TAG_VALUE)]] | None = Field(
+        default=None, max_length=MAX_TAGS)
 
 
 class TaskEvent(_EventBase):
@@ -288,6 +311,10 @@ class TaskEvent(_EventBase):
     parent: Id | None = None
     index: Index = None
     dependencies: list[Id] | None = None
+    #: what the transformation is (a spec's ``kind``), for a workflow without a written spec
+    kind: Kind | None = None
+    #: sections: kept in full or as per-parent summaries (a spec's ``granularity``)
+    granularity: Literal["full", "summary"] | None = None
 
 
 Event = Annotated[WorkflowEvent | TaskEvent, Field(discriminator="type")]

@@ -50,6 +50,10 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str
     if e["event"] == "begin":
         if when is not None:
             out.append((r, P.startedAtTime, when))
+        if e.get("label") is not None:  # the run's readable name (the `runs` query shows it)
+            out.append((r, LABEL, literal(e["label"])))
+        for key, value in (e.get("tags") or {}).items():
+            out.append((r, PK.tag, literal(f"{key}={value}")))
     else:
         if when is not None:
             out.append((r, P.endedAtTime, when))

@@ -20,7 +20,8 @@ from provkg.mapper import MapState, finish, map_batch
 from provkg.mapper.common import known_schema
 from provkg.mapper.summary import STATE, SectionSummaries
 from provkg.mapper.terms import PK, PL, P
-from provkg.service.registration import _chunks, _sprov_late_spec, register_spec
+from provkg.service.captured_specs import CapturedSpecs
+from provkg.service.registration import _chunks, _sprov_late_spec, register_spec, stored_specs
 from provkg.spec import Spec
 from provkg.store import Store
 from provkg.term import Triple, id_from_iri, literal
@@ -164,6 +165,8 @@ class Ingestor:
         self.report = IngestReport()
         self._lock = threading.Lock()
         self._writer = _Writer(store) if pipeline else None
+        self._captured = CapturedSpecs(
+            lambda: {s.workflow: s for s in stored_specs(store)})
         # S-PROV: workflow -> ids of the tasks begun / ended in this session (_note_tasks)
         self._begins: dict[str, set[str]] = {}
         self._ends: dict[str, set[str]] = {}
@@ -185,7 +188,8 @@ class Ingestor:
         batch = [e if isinstance(e, dict) else e.model_dump(exclude_none=True) for e in events]
         with self._lock:
             self._learn_runs(batch)
-            n = self._map(batch)
+            n = self._register_captured(batch)
+            n += self._map(batch)
             if not self.schema.provlake_layout:  # after _map: the batch's own workflow events are known
                 self._note_tasks(batch)
             n += self._resolve_pending(batch)
@@ -193,6 +197,17 @@ class Ingestor:
             self.report.events += len(batch)
             self.report.triples += n
             return n
+
+    def _register_captured(self, batch: list[dict[str, Any]]) -> int:
+        """Register the specs ``batch``'s roles imply for workflows without a written one
+        (:mod:`provkg.service.captured_specs`), before it is mapped; the triples written."""
+        n = 0
+        for spec, register in self._captured.implied(batch, self.state.runs, self.specs):
+            self.specs[spec.workflow] = spec
+            if register:
+                self._settle()  # the runs it types again must be in the store
+                n += register_spec(self.store, spec, schema=self.schema, base=self.base)
+        return n
 
     def finish(self) -> IngestReport:
         """Write what the session still holds; the session's report (warnings included)."""

@@ -71,15 +71,20 @@ class _Workflow:
     drafts: dict[str, _Draft] = field(default_factory=dict)
 
 
-def infer_specs(events: Iterable[Mapping[str, Any]], *, guess: bool = True) -> dict[str, InferredSpec]:
+def infer_specs(events: Iterable[Mapping[str, Any]], *, guess: bool = True,
+                runs: Mapping[str, str] | None = None,
+                transformation_of: Mapping[str, str] | None = None) -> dict[str, InferredSpec]:
     """workflow name -> its :class:`InferredSpec`, from wire-format event dicts in any order
-    (a task's run is matched by ``workflow_id``; a task whose run is not among the events is
-    left out). See the module's docstring for ``guess``."""
+    (a task's run is matched by ``workflow_id``; a task whose run is neither among the events
+    nor in ``runs``, run id -> workflow, is left out; ``transformation_of``, task id ->
+    transformation, names parents begun before these events). See the module's docstring
+    for ``guess``."""
     events = list(events)
-    runs = {e["id"]: e["workflow"] for e in events
-            if e.get("type") == "workflow" and isinstance(e.get("workflow"), str)}
-    transformation_of = {e["id"]: e["transformation"] for e in events
-                         if e.get("type") == "task" and isinstance(e.get("transformation"), str)}
+    runs = {**(runs or {}), **{e["id"]: e["workflow"] for e in events
+                               if e.get("type") == "workflow" and isinstance(e.get("workflow"), str)}}
+    transformation_of = {**(transformation_of or {}), **{
+        e["id"]: e["transformation"] for e in events
+        if e.get("type") == "task" and isinstance(e.get("transformation"), str)}}
     flows: dict[str, _Workflow] = {}
     for e in events:
         if e.get("type") == "workflow":
@@ -108,6 +113,8 @@ def _note_task(flow: _Workflow, e: Mapping[str, Any], transformation_of: dict[st
     parent_id = e.get("parent")
     parent = transformation_of.get(parent_id) if isinstance(parent_id, str) else None
     if parent is not None and parent != draft.name:
+        flow.drafts.setdefault(parent, _Draft(parent))
+        draft = flow.drafts[e["transformation"]]
         draft.of = draft.of or parent
         if draft.kind is None:
             draft.kind = "section"

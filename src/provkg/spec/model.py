@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from pathlib import PureWindowsPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, StrictStr
 
 from provkg.errors import BadSpec
 from provkg.term import is_valid_iri, location_form, path_location
 from provkg.vocab import PREFIXES
-from provkg.wire import MAX_NAME
+from provkg.wire import KINDS, MAX_NAME, PHASES, ROLES
 
 __all__ = [
     "KINDS",
@@ -29,18 +29,15 @@ __all__ = [
     "expand_curie",
 ]
 
-KINDS = ("transformation", "training", "validation", "evaluation", "section",
-         "feature_extraction", "adaptation")
-ROLES = ("hyperparameter", "model_hyperparameter", "model", "model_schema", "evaluation_measure",
-         "dataset", "dataset_characteristic", "feature_set", "data_reference", "domain_reference",
-         "plain")
-PHASES = ("curation", "preparation", "learning")
 
 Kind = Literal["transformation", "training", "validation", "evaluation", "section",
                "feature_extraction", "adaptation"]
 Role = Literal["hyperparameter", "model_hyperparameter", "model", "model_schema",
                "evaluation_measure", "dataset", "dataset_characteristic", "feature_set",
                "data_reference", "domain_reference", "plain"]
+# Literals take values, not variables: these spell out wire.KINDS / ROLES, checked here
+if get_args(Kind) != KINDS or get_args(Role) != ROLES:
+    raise RuntimeError("spec.model's Kind / Role differ from wire.KINDS / wire.ROLES")
 #: names end up in IRIs next to the names events carry, so they share the wire format's limit
 Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME)]
 
