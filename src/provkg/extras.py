@@ -24,6 +24,7 @@ EXTRA_OF = {
     "rich": "server",
     "tqdm": "server",
     "owlready2": "reason",
+    "mlflow": "mlflow",
     "numpy": "demo",
     "segyio": "demo",
     "h5py": "demo",

@@ -250,6 +250,27 @@ def build_parser() -> argparse.ArgumentParser:
     _store_arg(p)
     p.set_defaults(handler=_command("store", "cmd_check_links"))
 
+    p = add("import", "import history from other tools (MLflow runs) into the store")
+    import_sub = p.add_subparsers(dest="import_command", metavar="SOURCE")
+    p.set_defaults(help_parser=p)  # `provkg import` alone shows its sources
+    im = action(import_sub, "mlflow", "import MLflow runs: params, metrics per step, datasets, models",
+                "Turns each MLflow run into a training: params are its hyperparameters, a metric's\n"
+                "steps its epochs, its latest metric values its evaluations, dataset inputs its\n"
+                "datasets, logged models and artifacts what it generated; each experiment is a\n"
+                "workflow of that name, whose spec the import writes. Importing again adds no\n"
+                "triple. Needs the mlflow extra.\n\n"
+                "examples:\n  provkg import mlflow --tracking-uri sqlite:///mlflow.db\n"
+                "  provkg import mlflow --tracking-uri http://127.0.0.1:5000 --experiment flowers\n"
+                "  provkg query d5 -p workflow=flowers -p measure=accuracy")
+    _store_arg(im)
+    tracking = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    im.add_argument("--tracking-uri", default=tracking or None, required=not tracking, metavar="URI",
+                    help="the MLflow tracking server or store: http(s)://HOST:PORT, sqlite:///FILE, "
+                         "databricks, ... (default: $MLFLOW_TRACKING_URI)")
+    im.add_argument("--experiment", default=None, metavar="NAME",
+                    help="only this experiment (default: every active experiment with runs)")
+    im.set_defaults(handler=_command("importing", "cmd_import_mlflow"))
+
     # -- queries ------------------------------------------------------------
     p = add("query", "run a canned lifecycle query (q1-q7, d1-d8, p1-p2, s1-s3)",
             "Runs a canned lifecycle query with its parameters bound (never pasted into the\n"
