@@ -79,7 +79,7 @@ _SAMPLE = {"data": "x", "task": "t", "workflow": "w", "int": "1", "str": "loss",
 
 def _query_sections() -> dict[str, str]:
     return {name: text for name, text in _sections(_read(QUERIES_MD), 3).items()
-            if re.fullmatch(r"[a-z]\d+", name)}
+            if re.fullmatch(r"[a-z][a-z0-9_]*", name)}
 
 
 def _default_cell(parameter: object) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -98,10 +99,34 @@ def expected(lc: Lifecycle) -> dict[str, tuple[dict[str, object], list[list[obje
     out["p1"] = ({"workflow": WF}, [
         [_task(t.id), _pairs(t.hyperparameters), t.epochs[-1].index, t.epochs[-1].seconds,
          t.epoch_measures[-1]["loss"]] for t in sorted(lc.trainings, key=lambda t: _task(t.id))])
+    out.update(_generic(lc))
+    return out
+
+
+def _generic(lc: Lifecycle) -> dict[str, tuple[dict[str, object], list[list[object]]]]:
+    """lineage, impact (one hop) and runs, from the captured events."""
+    begin = {e["id"]: e for e in lc.events if e["type"] == "task" and e["event"] == "begin"}
+    end = {e["id"]: e for e in lc.events if e["type"] == "task" and e["event"] == "end"}
+    t1, ds_a = lc.training("t1"), lc.datasets[0]
+    used = [_value(u.get("id") or u.get("location") or f"{t1.id}/used/{u['name']}")
+            for u in begin[t1.id]["used"]]
+    out: dict[str, tuple[dict[str, object], list[list[object]]]] = {}
+    out["lineage"] = ({"data": t1.model, "depth": 1},
+                      [[_value(t1.model), u, _task(t1.id), 1] for u in sorted(used)])
+    made = [[_value(ds_a.location), d, _task(t.id), 1] for t in lc.trainings if t.dataset == ds_a.location
+            for d in [_value(t.model), *(_value(f"{t.id}/{m}") for m in t.measures)]]
+    out["impact"] = ({"data": ds_a.location, "depth": 1}, sorted(made, key=lambda r: r[1]))
+    out["runs"] = ({"workflow": WF}, [
+        [_task(t.id), mint_iri("run", begin[t.id]["workflow_id"]), None, "finished",
+         datetime.fromtimestamp(begin[t.id]["time"], UTC), end[t.id]["time"] - begin[t.id]["time"],
+         _pairs(t.hyperparameters), _pairs(t.measures)]
+        for t in sorted(lc.trainings, key=lambda t: begin[t.id]["time"])])
     return out
 
 
 def _close(a: object, b: object) -> bool:
+    if isinstance(b, datetime):  # a store's xsd:dateTime text
+        return isinstance(a, str) and datetime.fromisoformat(a.replace("Z", "+00:00")) == b
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == pytest.approx(b)
     return a == b

@@ -28,8 +28,10 @@ def catalog_rows() -> Rows:
     for q in query_catalog():
         params = ", ".join(p.name if p.required else f"[{p.name}]" if p.default is None
                            else f"{p.name}={p.default}" for p in q.parameters)
-        rows.append([q.name, params, ", ".join(q.columns), "/".join(q.schemas), q.question])
-    return Rows(["name", "parameters", "columns", "schemas", "question"], rows)
+        rows.append([q.name, params, ", ".join(q.columns), "/".join(q.schemas),
+                     q.domain or "generic", q.question])
+    # needs: "generic" (any workflow) or the domain whose KG / concepts the query reads
+    return Rows(["name", "parameters", "columns", "schemas", "needs", "question"], rows)
 
 
 def parse_params(items: list[str]) -> dict[str, object]:

@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
-from provkg.queries import dnnprov, lifecycle, sprov
+from provkg.queries import dnnprov, generic, lifecycle, sprov
 from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, check_dialect, with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
@@ -56,6 +56,15 @@ class CannedQuery:
     #: a SELECT that finds a row whenever the query can have one: when it finds none the
     #: answer is empty without running the query (``run_query``)
     precondition: Builder | None = field(default=None, repr=False, compare=False)
+    #: the domain the query needs beyond the lifecycle conventions (its vocabulary, a domain
+    #: KG): ``"seismic"`` for q1, q2, q5, q6; None for a generic query, which any workflow
+    #: that follows the conventions answers
+    domain: str | None = None
+
+    @property
+    def generic(self) -> bool:
+        """Whether any workflow that follows the conventions can answer it (no :attr:`domain`)."""
+        return self.domain is None
 
     def parse(self, params: dict[str, object]) -> dict[str, object]:
         """Checked and typed parameter values, defaults filled in (raises BadParameter)."""
@@ -81,7 +90,8 @@ class CannedQuery:
         if self.rq_text is not None:
             return bind_rq(self.rq_text, terms)
         assert self.build is not None
-        text = with_prefixes(self.build(terms, {**values, **(options or {})}, schema, dialect))
+        # the base too: a query that must tell the prospective ``spec/`` IRIs apart (generic)
+        text = with_prefixes(self.build(terms, {**values, "base": base, **(options or {})}, schema, dialect))
         return VIRTUOSO_PRAGMA + text if dialect == "virtuoso" and self.name in VIRTUOSO_ORDERED else text
 
     def render_precondition(self, params: dict[str, object], *, schema: str = "typed",
@@ -153,6 +163,12 @@ def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]], *
     """
     if query.latest_by and all(c in columns for c in query.latest_by):
         rows = _latest(rows, columns.index(query.latest_by[0]), columns.index(query.latest_by[1]))
+    # sorted before the columns are picked: a query may order by a variable it projects for
+    # the order only (q7 by a checking stage's measure); pairs columns are no sort key
+    for var, descending in reversed(list(order)):
+        if var in columns and var not in query.pair_columns:
+            k = columns.index(var)
+            rows = sorted(rows, key=lambda r: _sort_key(r[k]), reverse=descending)
     index = [columns.index(c) if c in columns else None for c in query.columns]
     out = []
     for row in rows:
@@ -163,10 +179,6 @@ def finish_rows(query: CannedQuery, columns: list[str], rows: list[list[Any]], *
         out.append(new)
     if query.pair_columns:  # the same pairs in another GROUP_CONCAT order: one DISTINCT row
         out = [list(r) for r in dict.fromkeys(tuple(r) for r in out)]
-    for var, descending in reversed(list(order)):
-        if var in columns and var in query.columns:
-            k = query.columns.index(var)
-            out.sort(key=lambda r: _sort_key(r[k]), reverse=descending)
     return out
 
 
@@ -208,6 +220,12 @@ _BETTER = _p("better", "better", None, "lower or higher: which values of the mea
 _LAST_EPOCH = (("measure_at", "last_epoch"),)
 
 
+#: which stage's measure ranks the trainings (the queries that take ``measure``)
+_STAGE = _p("stage", "stage", "training", "whose measure ranks the trainings: the training's "
+            "own, or that of the validation / evaluation that checked its model")
+_SEISMIC = "seismic"
+
+
 def _k() -> Parameter:
     return _p("k", "int", 3, "how many trainings", minimum=1)
 
@@ -218,13 +236,15 @@ def _builder_queries() -> list[CannedQuery]:
     return [
         CannedQuery("q1", "Given a trained model, the coordinates, basin, field and number of "
                     "slices of the seismic data in its training dataset (PROV-ML Q1)", (_MODEL,),
-                    ("seismic_file", "coordinates", "basin", "field", "slices"), build=L.q1),
+                    ("seismic_file", "coordinates", "basin", "field", "slices"), build=L.q1,
+                    domain=_SEISMIC),
         CannedQuery("q2", "Given a trained model, the tile size, noise threshold and slice range "
                     "selected to make its training set (PROV-ML Q2)", (_MODEL,),
-                    ("tile_size", "noise_threshold", "slice_start", "slice_end"), build=L.q2),
+                    ("tile_size", "noise_threshold", "slice_start", "slice_end"), build=L.q2,
+                    domain=_SEISMIC),
         CannedQuery("q3", "Given a training set, the hyperparameters and evaluation measures of "
                     "the model with the least measure (PROV-ML Q3)",
-                    (_DATASET_USED, _measure("loss"), _BETTER), ("model", "role", "name", "value"),
+                    (_DATASET_USED, _measure("loss"), _BETTER, _STAGE), ("model", "role", "name", "value"),
                     build=L.q3, fallback=_LAST_EPOCH),
         CannedQuery("q4", "Average, min and max batch times per epoch of the trainings that used "
                     "a dataset (PROV-ML Q4)", (_DATASET_USED,),
@@ -235,14 +255,14 @@ def _builder_queries() -> list[CannedQuery]:
                     (_p("slice_start", "int", help="first seismic slice"),
                      _p("slice_end", "int", help="last seismic slice")),
                     ("training", "epoch", "avg_batch_seconds", "model", "measure", "value"),
-                    build=L.q5),
+                    build=L.q5, domain=_SEISMIC),
         CannedQuery("q6", "Given a training set, the seismic file it came from, its number of "
                     "slices, basin and field (PROV-ML Q6)", (_DATASET,),
-                    ("seismic_file", "slices", "basin", "field"), build=L.q6),
+                    ("seismic_file", "slices", "basin", "field"), build=L.q6, domain=_SEISMIC),
         CannedQuery("q7", "Best batch measure per model in training and validation (the least "
                     "loss; the greatest of a higher-is-better measure such as accuracy), with its "
                     "hyperparameters and evaluations, best models first (PROV-ML Q7)",
-                    (_DATASET_USED, _measure("loss"), _BETTER),
+                    (_DATASET_USED, _measure("loss"), _BETTER, _STAGE),
                     ("model", "training_min_batch_loss", "hyperparameters", "evaluations",
                      "validation_min_batch_loss", "validation_evaluations"), build=L.q7,
                     pair_columns=("hyperparameters", "evaluations", "validation_evaluations")),
@@ -254,14 +274,14 @@ def _builder_queries() -> list[CannedQuery]:
         CannedQuery("d3", "Time and measure of each epoch of a training (DNNProv Q3)",
                     (_TRAINING, _measure("loss")), ("epoch", "seconds", "loss"), build=D.d3),
         CannedQuery("d4", "The initial learning rate of the best training (DNNProv Q4)",
-                    (_WORKFLOW, _measure("accuracy"), _BETTER), ("training", "learning_rate", "value"),
+                    (_WORKFLOW, _measure("accuracy"), _BETTER, _STAGE), ("training", "learning_rate", "value"),
                     build=D.d4, fallback=_LAST_EPOCH),
         CannedQuery("d5", "Hyperparameters of the k best trainings (DNNProv Q5)",
-                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
+                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER, _STAGE),
                     ("training", "value", "hyperparameters"), build=D.d5,
                     fallback=_LAST_EPOCH, pair_columns=hp),
         CannedQuery("d6", "Learning-rate adaptations of the best training: epoch, technique, new "
-                    "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy"), _BETTER),
+                    "value (DNNProv Q6)", (_WORKFLOW, _measure("accuracy"), _BETTER, _STAGE),
                     ("training", "epoch", "technique", "new_value"), build=D.d6, fallback=_LAST_EPOCH,
                     precondition=D.d6_precondition),
         CannedQuery("d7", "The filter applied when a hyperparameter had a value (DNNProv Q7)",
@@ -269,14 +289,14 @@ def _builder_queries() -> list[CannedQuery]:
                      _p("value", "scalar", help="its value, e.g. 0.4")),
                     ("training", "filter"), build=D.d7),
         CannedQuery("d8", "Filter and number of epochs of the best and the worst trainings "
-                    "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy"), _BETTER),
+                    "(DNNProv Q8)", (_WORKFLOW, _measure("accuracy"), _BETTER, _STAGE),
                     ("training", "rank", "filter", "epochs"), build=D.d8, fallback=_LAST_EPOCH),
         CannedQuery("p1", "Elapsed time and training loss of the latest epoch per hyperparameter "
                     "combination (ProvLight)", (_WORKFLOW,),
                     ("training", "hyperparameters", "epoch", "seconds", "loss"), build=D.p1,
                     pair_columns=hp, latest_by=("training", "end")),
         CannedQuery("p2", "Hyperparameters of the k best trainings (ProvLight)",
-                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER),
+                    (_WORKFLOW, _k(), _measure("accuracy"), _BETTER, _STAGE),
                     ("training", "value", "hyperparameters"), build=D.p2,
                     fallback=_LAST_EPOCH, pair_columns=hp),
         CannedQuery("s1", "Lineage of a data item back to its inputs: each derivation edge, "
@@ -288,6 +308,29 @@ def _builder_queries() -> list[CannedQuery]:
     ]
 
 
+def _generic_queries() -> list[CannedQuery]:
+    """Questions about any captured workflow, asked in the PROV terms every schema shares."""
+    return [
+        CannedQuery("lineage", "Everything a data item or model was derived from, hop by hop, "
+                    "back to raw data and domain-KG resources: each edge, the activity behind it "
+                    "and its distance",
+                    (_p("data", "data", help="the data item or model: its value id or location URI"),
+                     _p("depth", "int", 10, "how many hops back", minimum=1)),
+                    ("data", "derived_from", "activity", "depth"), build=generic.lineage),
+        CannedQuery("impact", "Everything derived from a data item, hop by hop (what to redo "
+                    "when it is found bad): each edge, the activity behind it and its distance",
+                    (_p("data", "data", help="the data item: its value id or location URI"),
+                     _p("depth", "int", 10, "how many hops forward", minimum=1)),
+                    ("data", "derived", "activity", "depth"), build=generic.impact),
+        CannedQuery("runs", "Every training of a workflow's runs: its run and the run's label, "
+                    "status, start, duration, hyperparameters and evaluations",
+                    (_WORKFLOW,),
+                    ("training", "run", "label", "status", "started", "seconds", "hyperparameters",
+                     "evaluations"), build=generic.runs,
+                    pair_columns=("hyperparameters", "evaluations")),
+    ]
+
+
 def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
     """A canned query from ``.rq`` text (the header of :mod:`provkg.queries.rq`)."""
     return CannedQuery(**read_rq(text, source=source))
@@ -295,12 +338,13 @@ def parse_rq(text: str, *, source: str = "<string>") -> CannedQuery:
 
 @cache
 def _catalog() -> dict[str, CannedQuery]:
-    queries = [*_builder_queries(), *(parse_rq(text, source=path) for text, path in rq_texts())]
+    queries = [*_builder_queries(), *(parse_rq(text, source=path) for text, path in rq_texts()),
+               *_generic_queries()]
     return {q.name: q for q in queries}
 
 
 def canned_queries() -> list[CannedQuery]:
-    """Every canned query, in catalog order (q*, d*, p*, s*)."""
+    """Every canned query, in catalog order (q*, d*, p*, s*, then lineage, impact, runs)."""
     return list(_catalog().values())
 
 

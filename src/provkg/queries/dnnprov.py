@@ -58,8 +58,12 @@ def _measured(t: dict[str, str], schema: str, v: dict[str, object]) -> list[str 
 def _best(t: dict[str, str], v: dict[str, object], schema: str) -> list[str | P.Part]:
     """The best training(s) of the workflow by ``measure`` (ties: all of them)."""
     agg = "MIN" if measure_lower(v) else "MAX"
+    # a checking stage's value is an aggregate of a sub-select: Virtuoso 7.2 fails to compile
+    # `=` between two of them beside an OPTIONAL (SQ156 "Bad dfe"), not the same test as a range
+    same = ("FILTER(?value = ?best)" if (v.get("stage") or "training") == "training"
+            else "FILTER(?value >= ?best && ?value <= ?best)")
     return [subquery([f"({agg}(?value) AS ?best)"], _measured(t, schema, v)),
-            *_measured(t, schema, v), "FILTER(?value = ?best)"]
+            *_measured(t, schema, v), same]
 
 
 def _hyperparameter_pairs(t: dict[str, str], schema: str) -> str:
@@ -106,9 +110,11 @@ def d3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
 
 
 def d4(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
+    # ranked by a checking stage, Virtuoso 7.2 needs the anchor in the OPTIONAL too (SP031)
+    anchoring = dialect if (v.get("stage") or "training") == "training" else "standard"
     where = [*_best(t, v, schema),
              _anchored_optional(_trainings(t, schema), P.hyperparameters(
-                 "?training", literal("learning_rate"), "?learning_rate", schema), dialect=dialect)]
+                 "?training", literal("learning_rate"), "?learning_rate", schema), dialect=anchoring)]
     return select(["?training", "?learning_rate", "?value"], where, distinct=True,
                   order_by=["STR(?training)"])
 
@@ -149,8 +155,10 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
                         "?adapt prov:wasInformedBy? ?indexed", "?indexed provkg:index ?epoch"),
                  ("FILTER(sameTerm(?indexed, ?adapt) || (sameTerm(?indexed, ?via) && "
                   "!sameTerm(?via, ?training) && NOT EXISTS { ?adapt provkg:index ?own }))")]
-    where = [*_best(t, v, schema), P.stage("?adapt", "adaptation", schema), *epoch, new,
-             optional(P.named_value("?adapt", "?tq", "?technique", literal("technique"), used=True))]
+    # the technique as the adaptation recorded it: among what it used or what it generated
+    technique = optional(_used_or_generated("?adapt", "?tq"), P.link(
+        "?tq prov:wasDerivedFrom ?tq_attr", '?tq_attr rdfs:label "technique"', "?tq prov:value ?technique"))
+    where = [*_best(t, v, schema), P.stage("?adapt", "adaptation", schema), *epoch, new, technique]
     return select(["?training", "?epoch", "?technique", "?new_value"], where, distinct=True,
                   order_by=["STR(?training)", "?epoch"])
 
@@ -163,8 +171,62 @@ def d6_precondition(t: dict[str, str], v: dict[str, object], schema: str, dialec
                                P.workflow_stage("?wf", "?adapt", "adaptation", schema)], limit=1)
 
 
-def _filter(training: str) -> str:
-    return optional(P.named_value(training, "?f", "?filter", literal("filter"), used=True))
+def _used_or_generated(task: str, var: str) -> str:
+    """``var`` is a value ``task`` used, or one it generated."""
+    return f"{{ {task} prov:used {var} . }} UNION {{ {var} prov:wasGeneratedBy {task} . }}"
+
+
+#: the names a filter is recorded under (DNNProv's grayscale filter)
+_FILTER_NAMES = '"filter" "filter_name"'
+
+
+def _filter_value(task: str, var: str, out: str) -> list[str | P.Part]:
+    """``out``: the value named ``filter`` or ``filter_name`` that ``task`` used or generated."""
+    # the names first: the selective end when a store evaluates this on its own
+    return [f"VALUES {var}_name {{ {_FILTER_NAMES} }}",
+            P.link(f"{var}_attr rdfs:label {var}_name", f"{var} prov:wasDerivedFrom {var}_attr",
+                   f"{var} prov:value {out}"),
+            _used_or_generated(task, var)]
+
+
+#: one step upstream from an activity or a value: a dependency (or parent) of an activity,
+#: what it used, what a value was derived from, the activity that generated a value
+_UPSTREAM = ("prov:wasInformedBy", "prov:used", "prov:wasDerivedFrom", "prov:wasGeneratedBy")
+
+
+def _upstream(training: str, up: str, dialect: str) -> list[str]:
+    """``up``: an activity upstream of ``training`` (one or more steps of :data:`_UPSTREAM`:
+    through its dependencies and the derivations of the data it used). A prospective
+    attribute (a value's ``prov:wasDerivedFrom`` link to the spec) ends the walk there: it
+    has none of these links."""
+    if dialect != "virtuoso":
+        return [f"{training} ({'|'.join(_UPSTREAM)})+ {up} ."]
+    # Virtuoso: no such paths (see builder.lineage); one explicit step from the training,
+    # then its transitive sub-query from the node that step reached
+    def step(a: str, b: str) -> str:
+        return " UNION ".join(f"{{ {a} {p} {b} . }}" for p in _UPSTREAM)
+    first = f"{up}_1"
+    return [f"{{ SELECT {training} {first} WHERE {{ {step(training, first)} }} }}",
+            f"{{ SELECT {first} {up} WHERE {{ {step(first, up)} }} }} "
+            f"OPTION (TRANSITIVE, t_distinct, t_in({first}), t_out({up}), t_min(0)) ."]
+
+
+def _filter(training: str, anchor: list[str | P.Part], dialect: str) -> list[str]:
+    """``?filter``: the training's own ``filter`` / ``filter_name`` value (used or generated),
+    else one found upstream of it (:func:`_upstream`) on the activity that applied it: a
+    value of that name it used or generated, or, for an activity of a transformation named
+    ``filter``, the text values it used."""
+    own = _anchored_optional(anchor, *_filter_value(training, "?f", "?own_filter"), dialect=dialect)
+    named = _filter_value("?f_up", "?uf", "?up_filter")
+    by_transformation: list[str | P.Part] = [
+        P.link("?f_up prov:wasInfluencedBy ?f_up_tr", '?f_up_tr rdfs:label "filter"',
+               "?f_up prov:used ?uf", "?uf prov:value ?up_filter"),
+        "FILTER(isLiteral(?up_filter) && DATATYPE(?up_filter) = xsd:string)"]
+    # (the anchor inside: Oxigraph would walk upstream of every task of the store)
+    upstream = _anchored_optional(anchor, "FILTER(!BOUND(?own_filter))",
+                                  *_upstream(training, "?f_up", dialect),
+                                  union(named, by_transformation), dialect=dialect)
+    return [own, upstream, "BIND(COALESCE(?own_filter, ?up_filter) AS ?filter)"]
 
 
 def _as_text(value: object) -> str | None:
@@ -191,7 +253,7 @@ def d7(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     else:
         where = [*_trainings(t, schema, "hyperparameter", "value"), hyperparameter,
                  f"FILTER(?hv = ?value{as_string})"]
-    where.append(_filter("?training"))
+    where += _filter("?training", _trainings(t, schema), dialect)
     return select(["?training", "?filter"], where, distinct=True, order_by=["STR(?training)"])
 
 
@@ -209,7 +271,7 @@ def d8(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
              *_measured(t, schema, v),
              'VALUES ?rank { "best" "worst" }',
              'FILTER((?rank = "best" && ?value = ?best) || (?rank = "worst" && ?value = ?worst))',
-             _filter("?training"), optional(epochs),
+             *_filter("?training", _trainings(t, schema), dialect), optional(epochs),
              "BIND(COALESCE(?n_epochs, 0) AS ?epochs)"]
     return select(["?training", "?rank", "?filter", "?epochs"], where, distinct=True,
                   order_by=["?rank", "STR(?training)"])

@@ -18,7 +18,8 @@ from provkg.queries.builder import duration, group, lineage, optional, select, s
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 
-__all__ = ["lower_is_better", "measure_lower", "q1", "q2", "q3", "q4", "q5", "q6", "q7"]
+__all__ = ["checking_stage", "lower_is_better", "measure_lower", "q1", "q2", "q3", "q4", "q5", "q6", "q7",
+           "training_measure"]
 
 #: parts of a measure's name that say lower is better, anywhere in the name ...
 _LOWER_IS_BETTER = ("loss", "error", "perplexity", "entropy", "divergence", "latency",
@@ -190,20 +191,51 @@ def _trainings_on(t: dict[str, str], schema: str) -> Where:
 
 
 def training_measure(anchor: Where, schema: str, v: dict[str, object], value: str) -> Where:
-    """``anchor`` (which binds ``?training`` and ``?measure``) with ``value``: the measure the
-    training generated, or with ``measure_at="last_epoch"`` (the catalog's fallback when no
-    training recorded it) the one its last epoch (the section of the highest index that has
-    the measure) generated. A "NaN" string (a diverged run) is no value to rank."""
+    """``anchor`` (which binds ``?training`` and ``?measure``) with ``value``: the measure of
+    the ``stage`` parameter (default ``training``) for the training.
+
+    ``training``: the measure the training generated, or with ``measure_at="last_epoch"``
+    (the catalog's fallback when no training recorded it) the one its last epoch (the
+    section of the highest index that has the measure) generated. ``validation`` /
+    ``evaluation``: the same read on the executions of that stage that checked the
+    training (:func:`checking_stage`), the best of them per training. A "NaN" string (a
+    diverged run) is no value to rank."""
+    kind = str(v.get("stage") or "training")
+    if kind == "training":
+        return _measure_of(anchor, "?training", schema, v, value)
+    agg = "MIN" if measure_lower(v) else "MAX"
+    checked = checking_stage(anchor, "?training", "?mx", kind, schema)
+    return [*anchor, subquery(["?training", f"({agg}(?sv) AS {value})"],
+                              _measure_of(checked, "?mx", schema, v, "?sv"),
+                              group_by=["?training"], having="COUNT(?sv) > 0")]
+
+
+def checking_stage(anchor: Where, training: str, var: str, kind: str, schema: str) -> Where:
+    """``anchor`` with ``var``: an execution of the ``kind`` stage (validation, evaluation)
+    that checked ``training``, in either shape a capture gives: it used a value the training
+    generated (its model; by the id or by the location alone), or it is informed by the
+    training (a child of it, or a stage that depends on it). Each branch carries the anchor
+    (a UNION branch is evaluated on its own)."""
+    out = f"{var}_out"
+    used = [*anchor, P.link(f"{out} prov:wasGeneratedBy {training}"), P.use_of_value(var, out)]
+    informed = [*anchor, P.link(f"{var} prov:wasInformedBy {training}")]
+    return [union(used, informed), P.stage(var, kind, schema)]
+
+
+def _measure_of(anchor: Where, ex: str, schema: str, v: dict[str, object], value: str) -> Where:
+    """``value``: the ``measure`` the execution ``ex`` generated, or (``last_epoch``) its
+    last section's (see :func:`training_measure`)."""
     if v.get("measure_at") != "last_epoch":
-        return [*anchor, P.model_evaluation("?training", "?m", value, schema, name="?measure"),
+        return [*anchor, P.model_evaluation(ex, "?m", value, schema, name="?measure"),
                 f"FILTER(isNumeric({value}))"]
-    last = subquery(["?training", "(MAX(?mi) AS ?m_last)"],
-                    [*anchor, P.section("?m_ep", "?training", "training", schema),
+    kind = "training" if ex == "?training" else str(v.get("stage"))
+    last = subquery([ex, "(MAX(?mi) AS ?m_last)"],
+                    [*anchor, P.section("?m_ep", ex, kind, schema),
                      P.link("?m_ep provkg:index ?mi"),
                      P.model_evaluation("?m_ep", "?mm", "?mv_any", schema, name="?measure"),
                      "FILTER(isNumeric(?mv_any))"],
-                    group_by=["?training"])
-    return [*anchor, last, P.section("?m_ep", "?training", "training", schema),
+                    group_by=[ex])
+    return [*anchor, last, P.section("?m_ep", ex, kind, schema),
             P.link("?m_ep provkg:index ?m_last"),
             P.model_evaluation("?m_ep", "?m", value, schema, name="?measure"),
             f"FILTER(isNumeric({value}))"]
@@ -408,9 +440,23 @@ def _pairs(anchor: Where, key: str, part: P.Part, out: str) -> str:
 
 def _q7_columns(where: Where, v: dict[str, object]) -> str:
     direction = "ASC" if measure_lower(v) else "DESC"
-    return select(["?model", "?training_min_batch_loss", "?hyperparameters", "?evaluations",
-                   "?validation_min_batch_loss", "?validation_evaluations"], where,
-                  distinct=True, order_by=[f"{direction}(?training_min_batch_loss)", "STR(?model)"])
+    columns = ["?model", "?training_min_batch_loss", "?hyperparameters", "?evaluations",
+               "?validation_min_batch_loss", "?validation_evaluations"]
+    order = [f"{direction}(?training_min_batch_loss)", "STR(?model)"]
+    if str(v.get("stage") or "training") != "training":
+        # by the checking stage's measure (not a column: projected for the order only),
+        # models that have one first
+        columns += ["?unranked", "?stage_value"]
+        order = ["?unranked", f"{direction}(?stage_value)", "STR(?model)"]
+    return select(columns, where, distinct=True, order_by=order)
+
+
+def _q7_stage_value(t: dict[str, str], schema: str, v: dict[str, object]) -> Where:
+    """``?stage_value``: the best value of ``measure`` that the ``stage`` executions which
+    checked each training generated (:func:`training_measure`), and ``?unranked``."""
+    return [optional(subquery(["?training", "?stage_value"],
+                              training_measure(_trainings_on(t, schema), schema, v, "?stage_value"))),
+            "BIND(IF(BOUND(?stage_value), 0, 1) AS ?unranked)"]
 
 
 def _q7_where(t: dict[str, str], schema: str, best_batch: Callable[..., str]) -> Where:
@@ -443,4 +489,7 @@ def q7(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     def best_batch(anchor: Where, stage: str, kind: str, key: str, out: str) -> str:
         return _best_batch_measure(anchor, stage, kind, key, out, schema, least=least)
 
-    return _q7_columns(_q7_where(t, schema, best_batch), v)
+    where = _q7_where(t, schema, best_batch)
+    if str(v.get("stage") or "training") != "training":
+        where += _q7_stage_value(t, schema, v)
+    return _q7_columns(where, v)

@@ -18,7 +18,7 @@ from provkg.errors import BadParameter
 from provkg.term import iri, is_valid_iri, literal, mint_iri
 from provkg.vocab import DEFAULT_BASE
 
-__all__ = ["REQUIRED", "Parameter", "parse_params", "term_for", "values_block"]
+__all__ = ["REQUIRED", "STAGES", "Parameter", "parse_params", "term_for", "values_block"]
 
 
 class _Required:
@@ -40,6 +40,7 @@ _FORMS = {
     "workflow": "a prospective workflow name",
     "scalar": "a JSON value: a number, true / false, a string, or a list such as [256, 128]",
     "better": "lower or higher",
+    "stage": "training, validation or evaluation",
 }
 
 
@@ -49,7 +50,8 @@ class Parameter:
 
     ``type`` is one of ``int``, ``float``, ``str``, ``iri``, ``data`` (value id or location
     URI -> the value's minted IRI), ``task`` (task id -> its IRI), ``workflow`` (spec name ->
-    its IRI) and ``scalar`` (a number, boolean or string compared by value).
+    its IRI), ``scalar`` (a number, boolean or string compared by value), ``better``
+    (lower / higher) and ``stage`` (one of :data:`STAGES`).
     """
 
     name: str
@@ -170,8 +172,20 @@ def _as_better(raw: object) -> str:
     return text
 
 
+#: the stages whose measure can rank trainings (catalog parameter ``stage``)
+STAGES = ("training", "validation", "evaluation")
+
+
+def _as_stage(raw: object) -> str:
+    text = _as_str(raw).strip().lower()
+    if text not in STAGES:
+        raise ValueError("expected training, validation or evaluation")
+    return text
+
+
 _PARSERS = {
     "better": _as_better,
+    "stage": _as_stage,
     "int": _as_int,
     "float": _as_float,
     "str": _as_str,
