@@ -122,11 +122,54 @@ def test_large_array_and_objects_are_refused_with_a_pointer_to_ref(caplog):
         with capture.workflow("refuse", sink=sink) as wf, wf.task("t") as task:
             task.generate(weights=np.zeros((200, 200)), config={"a": 1}, thing=object(), ok=1)
     values = _task_events(sink)[0]["generated"]
-    assert values == [{"name": "ok", "value": 1}]  # the refused ones are left out, the rest kept
+    # the refused ones are left out, the rest kept; a dict is a record: its fields, dotted
+    assert values == [{"name": "config.a", "value": 1}, {"name": "ok", "value": 1}]
     text = caplog.text
     assert "'weights' not captured" in text and "capture.ref" in text and "40000 items" in text
-    assert "'config' not captured" in text and "own attribute" in text
     assert "'thing' not captured" in text
+
+
+def test_nested_configurations_become_dotted_names_and_roles_travel_with_values():
+    import argparse
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Optimizer:
+        lr: float = 0.1
+        betas: tuple = (0.9, 0.99)
+
+    sink = capture.MemorySink()
+    with capture.workflow("cfg", sink=sink, label="try 1", tags={"team": 7}, phase="learning") as wf:
+        with wf.task("training", kind="training", used=capture.hyperparameters(
+                {"optimizer": Optimizer(), "args": argparse.Namespace(seed=3)}, epochs=2)) as t:
+            t.use(capture.datasets(train=capture.ref("/data/train.h5")))
+            t.generate(capture.measures(loss=0.5))
+            t.generate(capture.models(model=capture.ref("/m.pt")))
+    begin = _events(sink)[0]
+    assert (begin["label"], begin["tags"], begin["phase"]) == ("try 1", {"team": "7"}, "learning")
+    task_begin, task_end = [e for e in _events(sink) if e["type"] == "task"]
+    assert task_begin["kind"] == "training"
+    assert task_begin["used"] == [
+        {"name": "optimizer.lr", "value": 0.1, "role": "hyperparameter"},
+        {"name": "optimizer.betas", "value": [0.9, 0.99], "role": "hyperparameter"},
+        {"name": "args.seed", "value": 3, "role": "hyperparameter"},
+        {"name": "epochs", "value": 2, "role": "hyperparameter"}]
+    assert task_end["used"] == [{"name": "train", "location": "file:///data/train.h5", "role": "dataset"}]
+    assert {v["name"]: v["role"] for v in task_end["generated"]} == {
+        "loss": "evaluation_measure", "model": "model"}
+
+
+def test_an_unknown_kind_or_role_costs_only_itself(caplog):
+    sink = capture.MemorySink()
+    with caplog.at_level(logging.WARNING, logger="provkg.capture"):
+        with capture.workflow("bad", sink=sink, phase="nope", tags=3) as wf, \
+                wf.task("t", kind="trainning", granularity="some") as t:
+            t.use(capture.with_role("not-a-role", x=1))
+    events = _events(sink)
+    assert "phase" not in events[0] and "tags" not in events[0]
+    assert "kind" not in events[1] and "granularity" not in events[1]
+    assert _task_events(sink)[0]["used"] == [{"name": "x", "value": 1, "role": "plain"}]
+    assert "task kind must be one of" in caplog.text
 
 
 def test_ref_accepts_ids_and_refs_and_paths():
@@ -304,7 +347,8 @@ def test_agent_from_environment(monkeypatch):
 def test_public_surface_is_curated():
     assert sorted(capture.__all__) == sorted([
         "workflow", "Workflow", "Task", "track", "ref", "Ref", "Sink", "SinkRejected",
-        "MemorySink", "open_sink", "current_workflow", "current_task", "MAX_ITEMS"])
+        "MemorySink", "open_sink", "current_workflow", "current_task", "MAX_ITEMS",
+        "hyperparameters", "measures", "datasets", "models", "with_role"])
     for name in capture.__all__:
         assert getattr(capture, name) is not None
 

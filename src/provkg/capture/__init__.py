@@ -24,6 +24,7 @@ an interpreter exit end what is still open as ``failed``. See ``processes`` and 
 from provkg.capture.context import current_workflow
 from provkg.capture.decorator import track
 from provkg.capture.refs import ref
+from provkg.capture.roles import datasets, hyperparameters, measures, models, with_role
 from provkg.capture.sink import MemorySink, Sink, SinkRejected
 from provkg.capture.sink_urls import open_sink
 from provkg.capture.task import Task, current_task
@@ -44,4 +45,9 @@ __all__ = [
     "current_workflow",
     "current_task",
     "MAX_ITEMS",
+    "hyperparameters",
+    "measures",
+    "datasets",
+    "models",
+    "with_role",
 ]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import enum
 import hashlib
 import numbers
+from collections.abc import Mapping
 from typing import Any, overload
 
 from provkg.capture.report import report_once
 from provkg.capture.values import MAX_NAME
+from provkg.wire import KINDS, MAX_TAG_VALUE, MAX_TAGS, PHASES
 
 __all__ = ["Status", "fit_name", "fit_setting", "wire_status", "status_message", "message_text",
-           "spool_dirname"]
+           "run_fields", "spool_dirname", "task_fields"]
 
 _MAX_MESSAGE = 4096
 
@@ -117,3 +119,46 @@ def spool_dirname(run_id: str) -> str:
         digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         name = encoded[:180].decode("utf-8", "ignore") + "-" + digest  # distinct ids, distinct folders
     return f"run_{name}" if not name.strip(".") or name == "rejected" else name
+
+
+def run_fields(*, label: object, tags: object, phase: object) -> dict[str, Any]:
+    """The begin event's ``label``, ``tags`` and ``phase`` from what ``workflow(...)`` was
+    given; what does not fit is left out or cut (logged once), never the run."""
+    out: dict[str, Any] = {}
+    if label is not None:
+        text = label if isinstance(label, str) else str(label)
+        if text:
+            out["label"] = text[:MAX_NAME]
+    if tags is not None:
+        if isinstance(tags, Mapping):
+            fitted = {str(k)[:MAX_NAME]: (v if isinstance(v, str) else str(v))[:MAX_TAG_VALUE]
+                      for k, v in list(tags.items())[:MAX_TAGS] if str(k)}
+            if len(tags) > MAX_TAGS:
+                report_once(("tags", "many"), f"workflow tags: only the first {MAX_TAGS} are recorded")
+            if fitted:
+                out["tags"] = fitted
+        else:
+            report_once(("tags", type(tags)), "workflow tags= must be a mapping of names to text; ignored")
+    if phase is not None:
+        if phase in PHASES:
+            out["phase"] = phase
+        else:
+            report_once(("phase", str(phase)[:40]), f"workflow phase must be one of {', '.join(PHASES)}; ignored")
+    return out
+
+
+def task_fields(*, kind: object, granularity: object) -> dict[str, Any] | None:
+    """A task begin's ``kind`` and ``granularity``, or None; an unknown one is left out (logged)."""
+    out: dict[str, Any] = {}
+    if kind is not None:
+        if kind in KINDS:
+            out["kind"] = kind
+        else:
+            report_once(("kind", str(kind)[:40]), f"task kind must be one of {', '.join(KINDS)}; ignored")
+    if granularity is not None:
+        if granularity in ("full", "summary"):
+            out["granularity"] = granularity
+        else:
+            report_once(("granularity", str(granularity)[:40]),
+                        "task granularity must be 'full' or 'summary'; ignored")
+    return out or None

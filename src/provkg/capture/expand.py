@@ -14,6 +14,7 @@ from typing import Any
 
 from provkg.capture.refs import ref_item
 from provkg.capture.report import report_once
+from provkg.capture.roles import RoleValue
 from provkg.capture.values import _INT_BOUND, _LEFT_OUT, MAX_NAME, MAX_STRING, Ref, _fit
 
 __all__ = ["expand_values", "fit_wire_values", "valid_names"]
@@ -38,12 +39,19 @@ def expand_values(values: Mapping[str, Any]) -> list[dict[str, Any]]:
             report_once(("name", type(name), shown), f"attribute name {shown} not captured: "
                         f"names are non-empty strings of at most {MAX_NAME} characters")
             continue
+        role = None
+        if type(value) is RoleValue:
+            value, role = value.value, value.role
         if isinstance(value, Ref):
-            out.append(ref_item(name, value))
-            continue
-        value = _fit(value, name)
-        if value is not _LEFT_OUT:
-            out.append({"name": name, "value": value})
+            item = ref_item(name, value)
+        else:
+            value = _fit(value, name)
+            if value is _LEFT_OUT:
+                continue
+            item = {"name": name, "value": value}
+        if role is not None:
+            item["role"] = role
+        out.append(item)
     return out
 
 

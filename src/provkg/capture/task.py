@@ -71,7 +71,7 @@ class Task:
     """One execution of a transformation. Create it with ``Workflow.task(...)``."""
 
     __slots__ = ("workflow", "id", "transformation", "parent", "index", "dependencies", "status",
-                 "_used", "_generated", "_state", "_token", "_left_at", "_begun_used")
+                 "roles", "_used", "_generated", "_state", "_token", "_left_at", "_begun_used")
 
     def __init__(self, workflow: Run, transformation: str, parent: Task | str | None,
                  index: int | None, used: Mapping[str, Any] | None,
@@ -83,6 +83,8 @@ class Task:
         self.index = index
         self.dependencies = dependencies
         self.status: str | None = None
+        #: the begin event's ``kind`` / ``granularity`` (``Workflow.task(kind=...)``), or None
+        self.roles: dict[str, Any] | None = None
         self._used: dict[str, Any] = {}
         self._generated: dict[str, Any] = {}
         self._state = _CREATED
@@ -140,6 +142,8 @@ class Task:
                 self.dependencies = _dependency_ids(self.dependencies)
                 if self.dependencies:
                     event["dependencies"] = self.dependencies
+            if self.roles is not None:
+                event.update(self.roles)
             if not wf.owner:  # where it runs: the run's own environment names the owner's
                 event["environment"] = process_environment()
             event["used"] = self._begun_used = self._used

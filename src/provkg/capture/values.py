@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, ClassVar
 
 from provkg.capture.domains import note_domain_sent
 from provkg.capture.report import report_once
+from provkg.capture.roles import Roled, RoleValue, flat_items, is_config
 from provkg.term import json_size
 from provkg.wire import MAX_ID, MAX_INT_DIGITS, MAX_NAME, MAX_URI, MAX_VALUE_BYTES
 from provkg.wire import MAX_VALUE_DEPTH as MAX_DEPTH
@@ -64,6 +65,9 @@ class Refused(ValueError):
 @dataclass(frozen=True, slots=True)
 class Ref:
     """Data captured by reference: where it lives, what it denotes, what it came from."""
+
+    #: a value in itself, not a record of settings to flatten (capture.roles.is_config)
+    CAPTURED_AS_VALUE: ClassVar[bool] = True
 
     location: str | None
     id: str | None = None
@@ -231,23 +235,36 @@ def _from_decimal(value: Decimal, budget: Any, depth: int) -> object:
 
 
 def snapshot_values(values: Mapping[str, Any], *, into: dict[str, Any], where: str) -> None:
-    """Copy ``values`` into ``into`` on the caller's thread, converting what is not immutable.
+    """Copy ``values`` into ``into`` on the caller's thread, converting what is not immutable;
+    a nested configuration becomes dotted names (``optimizer.lr``), and the values of a
+    :class:`~provkg.capture.roles.Roled` mapping keep its role.
 
     Refused values are logged once per (where, name, cause) and left out.
     """
+    role = getattr(values, "role", None) if type(values) is not dict else None
     for name, value in values.items():
         if type(value) in _PLAIN:
-            into[name] = value
+            into[name] = value if role is None else RoleValue(value, role)
+            continue
+        if is_config(value):  # a record of settings: each field its own value
+            snapshot_values(_with_role(role, flat_items(value, f"{name}.")), into=into, where=where)
             continue
         if type(value) is Ref and value.domain and value.key is not None:
             note_domain_sent(value.key)  # its domain goes out
         try:
-            into[name] = convert_value(value)
+            own = value.role if type(value) is RoleValue else role
+            converted = convert_value(value.value if type(value) is RoleValue else value)
+            into[name] = converted if own is None else RoleValue(converted, own)
         except Refused as exc:
             report_once((where, name, str(exc)[:60]), f"{where}: value {name!r} not captured: {exc}")
         except Exception as exc:  # a foreign object whose tolist()/item() failed
             report_once((where, name, type(exc)), f"{where}: value {name!r} not captured: "
                         f"converting it raised {type(exc).__name__}: {exc}")
+
+
+def _with_role(role: str | None, items: Any) -> Mapping[str, Any]:
+    pairs = dict(items)
+    return pairs if role is None else Roled(role, pairs)
 
 
 #: ``_fit``'s answer for a value that cannot be captured

@@ -27,8 +27,10 @@ from provkg.capture.arguments import (
     fit_name,
     fit_setting,
     message_text,
+    run_fields,
     spool_dirname,
     status_message,
+    task_fields,
     wire_status,
 )
 from provkg.capture.context import _active, _current_workflow, _workflows
@@ -61,7 +63,8 @@ def _shared_flag() -> Any:
 def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: str | None = None,
              flush_timeout: float = 5.0, spool: str | os.PathLike[str] | None = None,
              batch_size: int = 50, linger: float = 1.0, max_queue: int = 20_000,
-             max_spool_bytes: int = DEFAULT_SPOOL_BYTES) -> Workflow:
+             max_spool_bytes: int = DEFAULT_SPOOL_BYTES, label: str | None = None,
+             tags: Mapping[str, Any] | None = None, phase: str | None = None) -> Workflow:
     """Start capturing a workflow run.
 
     Args:
@@ -78,6 +81,9 @@ def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: s
         max_queue: events kept in memory before spilling to the spool.
         max_spool_bytes: the size limit of this run's spool folder (beyond it events are
             dropped and logged); per run: runs sharing a spool root may take this much each.
+        label: a readable name of the run (a trainer's run name); the ``runs`` query shows it.
+        tags: name -> text, the run's own tags (``{"team": "seismic"}``).
+        phase: ``curation``, ``preparation`` or ``learning``, for a workflow without a spec.
 
     Returns:
         A ``Workflow``; use it as a context manager or call ``begin()`` / ``end()``.
@@ -92,7 +98,7 @@ def workflow(name: str, *, sink: str | Sink, run_id: str | None = None, agent: s
     """
     return Workflow(name, sink=sink, run_id=run_id, agent=agent, flush_timeout=flush_timeout,
                     spool=spool, batch_size=batch_size, linger=linger, max_queue=max_queue,
-                    max_spool_bytes=max_spool_bytes)
+                    max_spool_bytes=max_spool_bytes, label=label, tags=tags, phase=phase)
 
 
 class Workflow:
@@ -102,8 +108,12 @@ class Workflow:
                  agent: str | None = None, flush_timeout: float = 5.0,
                  spool: str | os.PathLike[str] | None = None, batch_size: int = 50,
                  linger: float = 1.0, max_queue: int = 20_000,
-                 max_spool_bytes: int = DEFAULT_SPOOL_BYTES, _owner: bool = True) -> None:
+                 max_spool_bytes: int = DEFAULT_SPOOL_BYTES, label: str | None = None,
+                 tags: Mapping[str, Any] | None = None, phase: str | None = None,
+                 _owner: bool = True) -> None:
         self.name = fit_name(name, "workflow name")
+        #: what the begin event says of the run besides its name: label, tags, phase
+        self._begin_fields = run_fields(label=label, tags=tags, phase=phase)
         self.id = run_id if isinstance(run_id, str) and 0 < len(run_id) <= 900 else uuid.uuid4().hex
         if run_id is not None and self.id != run_id:
             report_once(("run_id", type(run_id)), "workflow run_id must be a non-empty string of at "
@@ -179,6 +189,7 @@ class Workflow:
                                      "environment": capture_environment()}
             if self.agent:
                 event["agent"] = self.agent
+            event.update(self._begin_fields)
             event["used"], self._used = self._used, {}
             self._emit(event)
             if _current_workflow.get() is None:
@@ -360,7 +371,8 @@ class Workflow:
 
     def task(self, transformation: str, *, parent: Task | str | None = None,
              index: int | None = None, used: Mapping[str, Any] | None = None,
-             dependencies: Iterable[Task | str] | None = None) -> Task:
+             dependencies: Iterable[Task | str] | None = None, kind: str | None = None,
+             granularity: str | None = None) -> Task:
         """A task: one execution of ``transformation``; begins on ``with`` or ``begin()``.
 
         Args:
@@ -369,11 +381,19 @@ class Workflow:
             index: the position of a section within its parent (epoch / batch number).
             used: input values by attribute name (scalars, lists, ``capture.ref(...)``).
             dependencies: tasks (or ids) this one waited for.
+            kind: what the transformation is (``training``, ``validation``, ``evaluation``,
+                ``section``, ``adaptation``...: a spec's ``kind``), for a workflow without a
+                written spec; a written spec wins.
+            granularity: a section kept ``"full"`` or as per-parent ``"summary"``.
         """
-        return Task(self, transformation, parent, index, used, dependencies)
+        task = Task(self, transformation, parent, index, used, dependencies)
+        if kind is not None or granularity is not None:
+            task.roles = task_fields(kind=kind, granularity=granularity)
+        return task
 
     def sections(self, transformation: str, items: Iterable[T], *, parent: Task | str | None = None,
-                 start: int = 0) -> Iterator[tuple[T, Task]]:
+                 start: int = 0, kind: str | None = None,
+                 granularity: str | None = None) -> Iterator[tuple[T, Task]]:
         """Loop over ``items`` with one section task per item (``index`` = its position).
 
         >>> from provkg.capture import MemorySink
@@ -382,7 +402,8 @@ class Workflow:
         ...         section.generate(loss=1.0 / (epoch + 1))
         """
         for position, item in enumerate(items, start):
-            section = self.task(transformation, parent=parent, index=position).begin()
+            section = self.task(transformation, parent=parent, index=position, kind=kind,
+                                granularity=granularity).begin()
             self._sections.append(section)
             # the section is the current task in the loop's body, as in a ``with`` block:
             # tracked functions called there nest under it
