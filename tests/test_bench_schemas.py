@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from provkg.bench import synthetic
+from provkg.bench import answers, synthetic
 from provkg.bench.schemas import _restart_dead, compare_answers, run_experiment
 from provkg.bench.servers import open_stores
 from provkg.errors import QueryTimeout
@@ -47,12 +47,12 @@ def test_typed_and_tagged_answers_are_identical_on_every_store(tiny_run: tuple[d
 @pytest.mark.slow
 def test_answers_match_what_the_generator_made(tiny_run: tuple[dict, Path]) -> None:
     doc, _ = tiny_run
-    truth = synthetic.ground_truth(synthetic.shape_for_scale(TINY))
+    truth = answers.ground_truth(synthetic.shape_for_scale(TINY))
     q7 = {row[0]: (row[1], row[4]) for row in doc["answers"]["q7"]["rows"]}
-    expected = {synthetic.value_iri(loc): mins for loc, mins in truth.min_batch_loss.items()}
+    expected = {answers.value_iri(loc): mins for loc, mins in truth.min_batch_loss.items()}
     assert q7 == expected
     (file, coordinates, basin, field, slices), = doc["answers"]["q1"]["rows"]
-    assert file == synthetic.value_iri(truth.seismic_file)
+    assert file == answers.value_iri(truth.seismic_file)
     assert (basin, field, slices) == (truth.basin, truth.field, truth.slices)
     assert coordinates.startswith("POLYGON")
 

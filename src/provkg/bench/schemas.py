@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provkg.bench import synthetic
+from provkg.bench import answers, synthetic
 from provkg.bench.dataset import DatasetReport, build_datasets
 from provkg.bench.plans import explain_oxigraph, explain_virtuoso
 from provkg.bench.servers import STORES, StoreRun, open_stores
@@ -64,7 +64,7 @@ def plan_queries(shape: Shape, *, only: list[str] | None = None) -> list[QueryPl
     (Q1, Q5, Q7 first); queries that cannot run on this data carry a ``skip`` reason."""
     from provkg.service.querying import query_catalog, render_query
 
-    values = synthetic.query_parameters(shape)
+    values = answers.query_parameters(shape)
     catalog = {q.name: q for q in query_catalog()}
     names = [n for n in PAPER_QUERIES if n in catalog] + [n for n in catalog if n not in PAPER_QUERIES]
     if only:

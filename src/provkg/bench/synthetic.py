@@ -28,8 +28,6 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from provkg.term import mint_iri
-
 __all__ = [
     "CURATION_WORKFLOW",
     "LEARNING_WORKFLOW",
@@ -37,19 +35,15 @@ __all__ = [
     "PAPER_TRIPLES",
     "PREPARATION_WORKFLOW",
     "EventGroup",
-    "GroundTruth",
     "Shape",
     "count_groups",
     "domain_kg_turtle",
     "final_model_location",
-    "ground_truth",
     "iter_event_groups",
     "iter_events",
     "model_location",
-    "query_parameters",
     "shape_for_scale",
     "spec_texts",
-    "value_iri",
 ]
 
 #: triples per dataset in the paper (section 5.4)
@@ -476,71 +470,3 @@ def iter_events(shape: Shape = PAPER_SHAPE) -> Iterator[dict]:
 def count_groups(shape: Shape) -> int:
     """How many groups :func:`iter_event_groups` yields (for progress bars)."""
     return 2 + shape.workflows * shape.epochs
-
-
-# ---------------------------------------------------------------------------
-# what the benchmark asks, and what the answers must be
-
-
-def query_parameters(shape: Shape = PAPER_SHAPE) -> dict[str, object]:
-    """A value for every parameter name the canned queries take, pointing at data that exists
-    (the first learning workflow's model, dataset and slice range)."""
-    prep = _preparations(shape)[0]
-    return {
-        "model": final_model_location(0),
-        "data": final_model_location(0),
-        "dataset": prep.dataset("train_set"),
-        "slice_start": prep.slice_start,
-        "slice_end": prep.slice_end,
-        "training": "w1/training",
-        "epoch": shape.epochs // 2,
-        "workflow": LEARNING_WORKFLOW,
-        "hyperparameter": "learning_rate",
-        "value": _configs(shape)[0].learning_rate,
-    }
-
-
-@dataclass(frozen=True)
-class GroundTruth:
-    """Answers computed from the generator's own numbers, independent of mapper and queries."""
-
-    #: final model location -> (least training batch loss, least validation batch loss) of
-    #: the trainings on the queried dataset (``query_parameters``): Q7
-    min_batch_loss: dict[str, tuple[float, float]]
-    seismic_file: str                               # the SEG-Y location behind that dataset
-    basin: str
-    field: str
-    slices: int
-    slice_range: tuple[int, int]
-    tile_size: int
-    noise_threshold: float
-
-
-def ground_truth(shape: Shape) -> GroundTruth:
-    """Recompute the facts the tests check by walking the events (cheap at small scales)."""
-    prep = _preparations(shape)[0]
-    dataset = prep.dataset("train_set")
-    trained_on = {ev["workflow_id"] for group in _learning_groups(shape) for ev in group.events
-                  if ev.get("transformation") == "training" and ev["event"] == "begin"
-                  and any(u.get("location") == dataset for u in ev.get("used", ()))}
-    least: dict[str, dict[str, float]] = {}
-    for group in _learning_groups(shape):
-        for ev in group.events:
-            tr = ev.get("transformation", "")
-            if tr.endswith("_batch") and ev["event"] == "end" and ev["workflow_id"] in trained_on:
-                run = ev["workflow_id"]
-                stage = tr.removesuffix("_batch")
-                loss = ev["generated"][0]["value"]
-                mins = least.setdefault(run, {})
-                mins[stage] = min(mins.get(stage, math.inf), loss)
-    best = {final_model_location(int(run[1:]) - 1): (m["training"], m["validation"])
-            for run, m in least.items()}
-    s = _SEISMIC[prep.seismic]
-    return GroundTruth(min_batch_loss=best, seismic_file=s.location, basin=s.basin,
-                       field=s.field, slices=s.slices, slice_range=(prep.slice_start, prep.slice_end),
-                       tile_size=prep.tile_size, noise_threshold=prep.noise_threshold)
-
-
-def value_iri(location: str) -> str:
-    """The IRI provkg mints for a value identified by its location (graph.md, Identity)."""
-    return mint_iri("value", location)
