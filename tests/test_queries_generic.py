@@ -227,3 +227,31 @@ def test_the_query_reference_says_what_the_domain_field_says():
         section = text.split(f"\n### {q.name}\n", 1)[1].split("\n### ", 1)[0]
         (needs,) = [line for line in section.splitlines() if line.startswith("Needs: ")]
         assert needs.startswith("Needs: **generic**") == q.generic, q.name
+
+
+@pytest.mark.parametrize("named", ["epoch", "index", "step"])
+def test_an_epoch_number_recorded_as_a_value_is_the_section_s_index(embedded_store, named):
+    """d3 by epoch finds epochs whose number was captured as a value (``epoch=3``) instead of
+    as the section's ``index``; a batch's ``epoch`` value is not the batch's own number."""
+    from provkg import ingest_events
+    from provkg.spec import parse_spec
+
+    spec = parse_spec("workflow: w\nphase: learning\ntransformations:\n - {name: training, kind: training}\n"
+                      " - {name: epoch, kind: section, of: training, generated: [{name: loss, role: evaluation_measure}]}\n"
+                      " - {name: batch, kind: section, of: epoch}\n")
+    ev = [{"type": "workflow", "event": "begin", "id": "r", "time": 0, "workflow": "w"},
+          {"type": "task", "event": "begin", "id": "t", "time": 1, "workflow_id": "r", "transformation": "training"}]
+    for i in range(2):
+        ev += [{"type": "task", "event": "begin", "id": f"e{i}", "time": 2 + i, "workflow_id": "r",
+                "transformation": "epoch", "parent": "t", "used": [{"name": named, "value": i}]},
+               {"type": "task", "event": "begin", "id": f"e{i}/b", "time": 2 + i, "workflow_id": "r",
+                "transformation": "batch", "parent": f"e{i}", "used": [{"name": "epoch", "value": 7}]},
+               {"type": "task", "event": "end", "id": f"e{i}", "time": 2.5 + i, "workflow_id": "r",
+                "transformation": "epoch", "generated": [{"name": "loss", "value": 1 / (i + 1)}]}]
+    ingest_events(embedded_store, ev, specs=[spec])
+    rows = run_query(embedded_store, "d3", {"training": "t", "measure": "loss"}).rows
+    assert [(r[0], r[2]) for r in rows] == [(0, 1.0), (1, 0.5)]
+    batch_index = embedded_store.select(
+        "SELECT ?i WHERE { <https://w3id.org/provkg/id/task/e0/b> "
+        "<https://w3id.org/provkg/ns#index> ?i }").rows
+    assert batch_index == []
