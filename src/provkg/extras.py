@@ -25,6 +25,8 @@ EXTRA_OF = {
     "tqdm": "server",
     "owlready2": "reason",
     "mlflow": "mlflow",
+    "torch": "lightning",
+    "lightning": "lightning",
     "numpy": "demo",
     "segyio": "demo",
     "h5py": "demo",
