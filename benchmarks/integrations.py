@@ -84,6 +84,8 @@ def _modes(work: Path) -> dict[str, Callable[[int], tuple[float, float]]]:
         import mlflow
 
         mlflow.set_tracking_uri(f"sqlite:///{work / 'mlflow.db'}")
+        if mlflow.get_experiment_by_name("bench") is None:  # artifacts in the scratch folder
+            mlflow.create_experiment("bench", artifact_location=(work / "artifacts").as_uri())
         mlflow.set_experiment("bench")
 
         def start() -> None:

@@ -1,0 +1,514 @@
+"""PyTorch Lightning: ``Trainer(callbacks=[ProvenanceCallback(sink=..., workflow=...)])``.
+
+The callback records, with no spec and no other code (its events say their kinds and
+roles, so ingest types them as PROV-ML):
+
+- each ``trainer.fit`` as a run of ``workflow`` (its label: the logger's name / version;
+  tags and ``environment.*`` values: lightning and torch versions, the device), holding a
+  ``training`` task (kind training) that uses every hyperparameter (the module's
+  ``save_hyperparameters``, the optimizers' and schedulers' settings, the Trainer's
+  arguments and the data loaders', as dotted names) and the train / validation data sets,
+  and generates the last epoch's measures and the checkpoints ModelCheckpoint saved (role
+  model: ``model`` is the best one);
+- an ``epoch`` section per epoch (index = epoch) generating the epoch's logged metrics,
+  and under it a ``batch`` section per batch (``batches="full"``; ``"summary"``: kept as
+  per-epoch summaries; ``"none"``: no batches) generating its loss and step metrics;
+- a ``validation`` task (kind validation, parent the training, index the epoch) per
+  validation run outside the sanity check, generating the validation metrics and using the
+  validation set and the latest checkpoint saved so far;
+- an ``adaptation`` task per learning-rate change a scheduler made (seen at epoch start);
+- ``trainer.test`` / ``trainer.validate`` as a run of their own holding an ``evaluation``
+  (or ``validation``) task that uses the test set and the checkpoint tested (else the
+  latest one the fit saved) and depends on the fit's training.
+
+Only the process of global rank 0 records. Every hook is guarded (:func:`_common.guarded`):
+provenance never raises into training, and delivery runs in the capture library's
+background thread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+from importlib import metadata
+from typing import Any
+
+import lightning
+from lightning.pytorch.callbacks import Callback
+
+from provkg import capture
+from provkg.integrations._common import (
+    LearningRates,
+    dataset_values,
+    environment,
+    guarded,
+    loader_settings,
+    loaders,
+    numbers,
+    plain,
+    record_adaptation,
+    report_once,
+    run_label,
+    settings,
+)
+
+__all__ = ["BATCHES", "ProvenanceCallback"]
+
+#: what ``batches=`` takes: a section per batch, per-epoch summaries of them, or none
+BATCHES = ("full", "summary", "none")
+#: the options ``capture.workflow`` takes besides its name, sink and run id
+_WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
+#: Trainer arguments read another way than the attribute of their name
+_TRAINER_SPECIAL = {"self", "plugins", "callbacks", "logger", "accelerator", "strategy", "devices",
+                    "precision", "profiler", "enable_checkpointing", "enable_progress_bar"}
+
+
+class ProvenanceCallback(Callback):
+    """Records a Lightning training's provenance (see the module's docstring).
+
+    Args:
+        sink: where events go: ``file:DIR``, ``http(s)://HOST:PORT``, ``mqtt://...``, a Sink.
+        workflow: the workflow name (the runs' ``workflow``; what d5 / d6 / runs take).
+        run_id: the fit's run id (default: a random one); a later ``test`` / ``validate``
+            with this callback records a run ``<run_id>-test`` / ``<run_id>-validate``.
+        batches: ``"full"``, ``"summary"`` or ``"none"`` (see :data:`BATCHES`).
+        capture_options: passed to ``capture.workflow`` (``label``, ``tags``, ``phase``,
+            ``agent``, ``flush_timeout``, ``spool``, ...); a ``label`` or ``tags`` given
+            here win over the logger's.
+    """
+
+    def __init__(self, *, sink: str | capture.Sink, workflow: str, run_id: str | None = None,
+                 batches: str = "full", **capture_options: Any) -> None:
+        super().__init__()
+        self.sink, self.workflow, self.run_id = sink, workflow, run_id
+        if batches not in BATCHES:
+            report_once(("batches", str(batches)[:40]), f"ProvenanceCallback batches={batches!r}: "
+                        f"expected one of {', '.join(BATCHES)}; 'full' is used")
+            batches = "full"
+        self.batches = batches
+        unknown = sorted(set(capture_options) - _WORKFLOW_OPTIONS)
+        if unknown:
+            report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
+                        f"no {', '.join(unknown)}; ignored")
+        self.options = {k: v for k, v in capture_options.items() if k in _WORKFLOW_OPTIONS}
+        self._wf: capture.Workflow | None = None
+        self._run_ids: set[str] = set()
+        self._training: capture.Task | None = None
+        self._training_id: str | None = None  # the last fit's, for later test / validate runs
+        self._epoch: capture.Task | None = None
+        self._batch: capture.Task | None = None
+        self._check: capture.Task | None = None  # the open validation / evaluation
+        self._check_before: dict[str, float] = {}
+        self._check_logged: set[str] = set()
+        self._checkpoints: dict[str, None] = {}  # saved checkpoint paths, in the order seen
+        self._last_files: set[str] = set()  # those of them that are ModelCheckpoint's "last"
+        self._lrs = LearningRates()
+        self._step_only: set[str] = set()  # metrics logged on_step only: no epoch measure
+        self._val_set_used = False
+
+    # -- runs --------------------------------------------------------------------------
+
+    def _open_run(self, trainer: Any, stage: str) -> capture.Workflow | None:
+        """The open run, else a new one for ``stage`` (None off global rank 0)."""
+        if self._wf is not None:
+            return self._wf
+        if not trainer.is_global_zero:
+            return None
+        run_id = self.run_id
+        if run_id is not None and run_id in self._run_ids:
+            run_id, n = f"{self.run_id}-{stage}", 2
+            while run_id in self._run_ids:
+                run_id, n = f"{self.run_id}-{stage}-{n}", n + 1
+        tags, values = self._environment(trainer)
+        options = dict(self.options)
+        options["tags"] = {**tags, **dict(options.get("tags") or {})}
+        options.setdefault("phase", "learning")
+        if options.get("label") is None:
+            logger = trainer.logger
+            label = run_label(getattr(logger, "name", None), getattr(logger, "version", None)) \
+                if logger is not None else None
+            if label:
+                options["label"] = label
+        wf = capture.workflow(self.workflow, sink=self.sink, run_id=run_id, **options)
+        self._run_ids.add(wf.id)
+        wf.use(values)
+        self._wf = wf.begin()
+        return wf
+
+    def _environment(self, trainer: Any) -> tuple[dict[str, str], dict[str, Any]]:
+        import torch  # loaded already: Lightning imports it
+
+        device = str(trainer.strategy.root_device)
+        more: dict[str, Any] = {"accelerator": type(trainer.accelerator).__name__,
+                                "devices": trainer.num_devices, "nodes": trainer.num_nodes}
+        if device.startswith("cuda") and torch.cuda.is_available():
+            more["device_name"] = torch.cuda.get_device_name(trainer.strategy.root_device)
+        versions = {"lightning": lightning.__version__, "torch": torch.__version__,
+                    "torchmetrics": _version("torchmetrics")}
+        return environment("lightning", versions, device, **more)
+
+    def _end_run(self, status: str = "finished", message: str | None = None) -> None:
+        for task in (self._batch, self._epoch, self._check, self._training):
+            if task is not None:
+                task.end(status, message or "the trainer stopped while this task was open")
+        self._batch = self._epoch = self._check = self._training = None
+        wf, self._wf = self._wf, None
+        if wf is not None:
+            wf.end(status, message)
+
+    @guarded
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        self._checkpoints, self._last_files = {}, set()
+        self._open_run(trainer, "fit")
+
+    @guarded
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self._end_run()
+
+    @guarded
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._end_run("failed", f"{type(exception).__name__}: {exception}"[:2000])
+
+    # -- the training ------------------------------------------------------------------
+
+    @guarded
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        wf = self._open_run(trainer, "fit")
+        if wf is None:
+            return
+        training = wf.task("training", kind="training",
+                           used=capture.hyperparameters(self._hyperparameters(trainer, pl_module)))
+        refs, about = self._datasets(trainer.train_dataloader, "train_set", wf)
+        if trainer.val_dataloaders is not None:  # loaded by the sanity check
+            more, more_about = self._datasets(trainer.val_dataloaders, "val_set", wf)
+            refs.update(more)
+            about.update(more_about)
+            self._val_set_used = True
+        training.use(capture.datasets(refs))
+        training.use(capture.with_role("dataset_characteristic", about))
+        self._training = training.begin()
+        self._training_id = training.id
+        self._lrs = LearningRates()
+        self._lrs.changes(_learning_rates(trainer))
+        self._step_only = set()
+
+    @guarded
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        if self._wf is None or self._training is None:
+            return
+        epoch = trainer.current_epoch
+        self._note_checkpoints(trainer)
+        lrs = _learning_rates(trainer)
+        for change in self._lrs.changes(lrs):
+            record_adaptation(self._wf, self._training, epoch, change,
+                              _technique(trainer, change.key[0]), several=len(lrs) > 1)
+        self._epoch = self._wf.task("epoch", kind="section", parent=self._training,
+                                    index=epoch).begin()
+
+    @guarded
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if self._wf is None or self._epoch is None or self.batches == "none":
+            return
+        self._batch = self._wf.task("batch", kind="section", parent=self._epoch, index=batch_idx,
+                                    granularity=self.batches).begin()
+
+    @guarded
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        step = self._step_metrics(trainer)
+        batch_task, self._batch = self._batch, None
+        if batch_task is None:
+            return
+        loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
+        if "loss" not in step and loss is not None:
+            step.update(numbers({"loss": loss}))
+        batch_task.generate(capture.measures(step))
+        batch_task.end()
+
+    @guarded
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if self._batch is not None:
+            self._batch.end()
+            self._batch = None
+        epoch, self._epoch = self._epoch, None
+        if epoch is None:
+            return
+        epoch.generate(capture.measures(self._epoch_metrics(trainer)))
+        epoch.end()
+
+    @guarded
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        training, self._training = self._training, None
+        if training is None:
+            return
+        self._note_checkpoints(trainer)
+        training.generate(capture.measures(self._epoch_metrics(trainer)))
+        training.generate(capture.models(self._models(trainer)))
+        training.end()
+
+    # -- validation and test -----------------------------------------------------------
+
+    @guarded
+    def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.sanity_checking:
+            return
+        if self._training is not None and self._wf is not None:  # within fit
+            self._note_checkpoints(trainer)
+            refs, about = self._datasets(trainer.val_dataloaders, "val_set", self._wf)
+            if not self._val_set_used:
+                self._training.use(capture.datasets(refs))
+                self._training.use(capture.with_role("dataset_characteristic", about))
+                self._val_set_used = True
+            latest = self._latest_checkpoint()
+            check = self._wf.task("validation", kind="validation", parent=self._training,
+                                  index=trainer.current_epoch, used=capture.datasets(refs))
+            if latest is not None:
+                check.use(capture.models(model=capture.ref(latest)))
+            self._begin_check(trainer, check)
+            return
+        self._begin_stage(trainer, "validate", "validation", trainer.val_dataloaders, "val_set")
+
+    @guarded
+    def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        if self._check is not None:
+            self._check_logged.update(_logged_names(trainer))
+
+    @guarded
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        if not trainer.sanity_checking:
+            self._end_check(trainer)
+
+    @guarded
+    def on_test_start(self, trainer: Any, pl_module: Any) -> None:
+        self._begin_stage(trainer, "test", "evaluation", trainer.test_dataloaders, "test_set")
+
+    @guarded
+    def on_test_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                          batch_idx: int, dataloader_idx: int = 0) -> None:
+        if self._check is not None:
+            self._check_logged.update(_logged_names(trainer))
+
+    @guarded
+    def on_test_end(self, trainer: Any, pl_module: Any) -> None:
+        self._end_check(trainer)
+
+    def _begin_stage(self, trainer: Any, stage: str, kind: str, held: Any, name: str) -> None:
+        """A ``trainer.validate`` / ``trainer.test``: its run, and its validation /
+        evaluation task using the data set and the checkpoint it checks."""
+        wf = self._open_run(trainer, stage)
+        if wf is None:
+            return
+        refs, about = self._datasets(held, name, wf)
+        tested = trainer.ckpt_path or self._latest_checkpoint()
+        check = wf.task(kind, kind=kind, used=capture.datasets(refs),
+                        dependencies=[self._training_id] if self._training_id else None)
+        check.use(capture.with_role("dataset_characteristic", about))
+        if tested:
+            check.use(capture.models(model=capture.ref(os.fspath(tested))))
+        self._begin_check(trainer, check)
+
+    def _begin_check(self, trainer: Any, check: capture.Task) -> None:
+        self._check = check.begin()
+        self._check_before = numbers(trainer.callback_metrics)
+        self._check_logged = set()
+
+    def _end_check(self, trainer: Any) -> None:
+        """End the open validation / evaluation with the metrics it logged: those its steps
+        logged, and those new or changed since it began (logged at its epoch end)."""
+        check, self._check = self._check, None
+        if check is None:
+            return
+        now, before = numbers(trainer.callback_metrics), self._check_before
+        logged = self._check_logged
+        found = {k: v for k, v in now.items()
+                 if k in logged or _base(k) in logged or k not in before or before[k] != v}
+        check.generate(capture.measures(_without_step_twins(found)))
+        check.end()
+
+    # -- what the hooks read -------------------------------------------------------------
+
+    def _hyperparameters(self, trainer: Any, pl_module: Any) -> dict[str, Any]:
+        values = settings(dict(getattr(pl_module, "hparams", None) or {}))
+        datamodule = getattr(trainer, "datamodule", None)
+        if datamodule is not None:
+            values.update(settings(dict(getattr(datamodule, "hparams", None) or {}), "data."))
+        values.update(_optimizer_settings(trainer))
+        values.update(_trainer_settings(trainer))
+        for split, held in (("train", trainer.train_dataloader),):
+            for key, loader in loaders(held):
+                values.update(loader_settings(loader, f"data.{split}{key}."))
+        lrs = _learning_rates(trainer)
+        if lrs and "learning_rate" not in values:
+            first = trainer.optimizers[0].param_groups[0]
+            values["learning_rate"] = plain(first.get("initial_lr", first.get("lr")))
+        return values
+
+    def _datasets(self, held: Any, name: str, wf: capture.Workflow) -> tuple[dict[str, Any], dict[str, Any]]:
+        refs: dict[str, Any] = {}
+        about: dict[str, Any] = {}
+        for key, loader in loaders(held):
+            dataset = getattr(loader, "dataset", None)
+            if dataset is not None:
+                ref, more = dataset_values(f"{name}{key}", dataset, run_id=wf.id)
+                refs.update(ref)
+                about.update(more)
+        return refs, about
+
+    def _step_metrics(self, trainer: Any) -> dict[str, float]:
+        """The metrics the current training step logged (one name per metric: ``x``, not
+        also ``x_step``); notes those logged on_step only."""
+        try:
+            step = trainer._results.metrics(on_step=True)["callback"]  # this step's, by fx
+        except Exception:  # another Lightning: the step-suffixed callback metrics
+            step = {k[:-5]: v for k, v in trainer.callback_metrics.items() if k.endswith("_step")}
+        values = _without_step_twins(numbers(step))
+        self._step_only.update(k for k in values if f"{k}_step" not in step)
+        return values
+
+    def _epoch_metrics(self, trainer: Any) -> dict[str, float]:
+        values = _without_step_twins(numbers(trainer.callback_metrics))
+        return {k: v for k, v in values.items() if k not in self._step_only}
+
+    def _note_checkpoints(self, trainer: Any) -> None:
+        """Remember the files ModelCheckpoint saved (the top k, the best, the last)."""
+        for callback in trainer.checkpoint_callbacks:
+            for path in (*getattr(callback, "best_k_models", {}), callback.best_model_path):
+                if path and str(path) not in self._checkpoints:
+                    self._checkpoints[str(path)] = None
+            last = getattr(callback, "last_model_path", "")
+            if last and str(last) not in self._checkpoints:
+                self._checkpoints[str(last)] = None
+                self._last_files.add(str(last))
+
+    def _latest_checkpoint(self) -> str | None:
+        """The checkpoint saved last: an epoch's own file rather than ``last.ckpt``, which
+        each save overwrites."""
+        for path in reversed(self._checkpoints):
+            if path not in self._last_files:
+                return path
+        return next(reversed(self._checkpoints), None) if self._checkpoints else None
+
+    def _models(self, trainer: Any) -> dict[str, Any]:
+        """``model``: the best checkpoint (else the last saved); ``checkpoint.<file stem>``:
+        each checkpoint the fit saved."""
+        out: dict[str, Any] = {}
+        best = next((c.best_model_path for c in trainer.checkpoint_callbacks if c.best_model_path), None)
+        best = best or self._latest_checkpoint()
+        if best:
+            out["model"] = capture.ref(best)
+        for path in self._checkpoints:
+            # no "=" in names: the name=value columns of the queries split at it
+            stem = os.path.splitext(os.path.basename(path))[0].replace("=", "_") or "checkpoint"
+            name, n = f"checkpoint.{stem}", 2
+            while name in out:
+                name, n = f"checkpoint.{stem}-{n}", n + 1
+            out[name] = capture.ref(path)
+        return out
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except Exception:
+        return None
+
+
+def _base(name: str) -> str:
+    for suffix in ("_step", "_epoch"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _without_step_twins(values: dict[str, float]) -> dict[str, float]:
+    """``values`` without ``x_step`` / ``x_epoch`` when ``x`` is there too (Lightning's
+    names of one metric logged both on_step and on_epoch)."""
+    return {k: v for k, v in values.items() if _base(k) == k or _base(k) not in values}
+
+
+def _optimizer_settings(trainer: Any) -> dict[str, Any]:
+    """Each optimizer's class and its first parameter group's settings (lr, betas,
+    weight_decay, ...; later groups: what differs), each scheduler's class, Lightning
+    config and ``state_dict`` settings."""
+    out: dict[str, Any] = {}
+    optimizers = list(trainer.optimizers)
+    for i, optimizer in enumerate(optimizers):
+        prefix = "optimizer." if len(optimizers) == 1 else f"optimizer_{i}."
+        out[f"{prefix}class"] = type(optimizer).__name__
+        groups = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+        if groups:
+            out.update(settings(groups[0], prefix))
+        for j, group in enumerate(groups[1:], 1):
+            out.update(settings({k: v for k, v in group.items() if groups[0].get(k) != v},
+                                f"{prefix}group_{j}."))
+    configs = list(trainer.lr_scheduler_configs)
+    for i, config in enumerate(configs):
+        prefix = "scheduler." if len(configs) == 1 else f"scheduler_{i}."
+        scheduler = config.scheduler
+        out[f"{prefix}class"] = type(scheduler).__name__
+        out.update(settings({k: getattr(config, k, None) for k in ("interval", "frequency", "monitor")
+                             if getattr(config, k, None) is not None}, prefix))
+        try:
+            state = scheduler.state_dict()
+        except Exception:
+            state = {}
+        out.update(settings({k: v for k, v in state.items() if not k.startswith("_")
+                             and k != "optimizer"}, prefix))
+    return out
+
+
+def _trainer_settings(trainer: Any) -> dict[str, Any]:
+    """Every argument of ``Trainer(...)``, as the trainer holds it after resolving defaults
+    (``trainer.max_epochs``, ``trainer.precision``, ...), named ``trainer.<argument>``."""
+    found: dict[str, Any] = {
+        "accelerator": type(trainer.accelerator).__name__,
+        "strategy": type(trainer.strategy).__name__,
+        "devices": trainer.num_devices,
+        "precision": trainer.precision,
+        "logger": [type(logger).__name__ for logger in trainer.loggers],
+        "callbacks": [type(callback).__name__ for callback in trainer.callbacks],
+        "profiler": type(trainer.profiler).__name__,
+        "enable_checkpointing": bool(trainer.checkpoint_callbacks),
+        "enable_progress_bar": trainer.progress_bar_callback is not None,
+    }
+    for name in inspect.signature(type(trainer).__init__).parameters:
+        if name in _TRAINER_SPECIAL:
+            continue
+        for attribute in (name, f"_{name}"):
+            try:
+                value = getattr(trainer, attribute)
+            except Exception:  # a property that needs a running loop
+                continue
+            found[name] = value
+            break
+    return settings(found, "trainer.")
+
+
+def _learning_rates(trainer: Any) -> dict[tuple[int, int], float]:
+    out: dict[tuple[int, int], float] = {}
+    for i, optimizer in enumerate(trainer.optimizers):
+        for j, group in enumerate(optimizer.param_groups):
+            lr = plain(group.get("lr"))
+            if isinstance(lr, (int, float)) and not isinstance(lr, bool):
+                out[(i, j)] = float(lr)
+    return out
+
+
+def _technique(trainer: Any, optimizer_index: int) -> str:
+    """The class name of the scheduler of that optimizer (``"manual"`` when none is)."""
+    optimizers = list(trainer.optimizers)
+    optimizer = optimizers[optimizer_index] if optimizer_index < len(optimizers) else None
+    for config in trainer.lr_scheduler_configs:
+        if getattr(config.scheduler, "optimizer", None) is optimizer:
+            return type(config.scheduler).__name__
+    return "manual"
+
+
+def _logged_names(trainer: Any) -> set[str]:
+    """The names the running loop's steps logged (its result collection's)."""
+    try:
+        return {metric.meta.name for metric in trainer._results.values()}
+    except Exception:
+        return set()
