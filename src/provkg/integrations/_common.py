@@ -6,12 +6,13 @@
   hyperparameters) as ``{dotted name: capturable value}``: tensors and numpy scalars become
   numbers, objects their class name, so nothing is refused by the capture library.
 - :func:`numbers`: logged metrics as ``{name: float}`` (one-element tensors read out).
+- :class:`LearningRates` and :func:`record_adaptation`: every learning-rate change between
+  two epoch starts, recorded as an ``adaptation`` task (what query d6 reads).
 - :func:`loaders` / :func:`loader_settings`: the data loaders a trainer holds (one, a list,
   a dict, a combined loader) and their settings;
 - :func:`dataset_values`: a data set as a reference (its location when file-backed) and its
-  size, what a training or an evaluation used.
-- :class:`LearningRates` and :func:`record_adaptation`: every learning-rate change between
-  two epoch starts, recorded as an ``adaptation`` task (what query d6 reads).
+  size, what a training or an evaluation used; :func:`loader_datasets`: those of the data
+  sets a trainer's loaders hold.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from provkg import capture
 from provkg.capture.roles import flat_items
 
 __all__ = ["FILE_ATTRIBUTES", "LearningRates", "LrChange", "dataset_values", "environment",
-           "guarded", "loader_settings", "loaders", "numbers", "plain", "record_adaptation",
-           "report_once", "run_label", "settings"]
+           "guarded", "loader_datasets", "loader_settings", "loaders", "numbers", "plain",
+           "record_adaptation", "report_once", "run_label", "settings"]
 
 logger = logging.getLogger("provkg.integrations")
 
@@ -163,45 +164,6 @@ def run_label(name: Any, version: Any) -> str | None:
     return "/".join(parts)[:256] or None
 
 
-def _file_location(dataset: Any) -> str | None:
-    for attribute in FILE_ATTRIBUTES:
-        value = getattr(dataset, attribute, None)
-        if isinstance(value, (str, PurePath, os.PathLike)) and str(value):
-            return os.fspath(value)
-    return None
-
-
-def _name_part(text: str) -> str:
-    """``text`` as a part of a value name or id (letters, digits, ``_``, ``-``, ``.``)."""
-    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", text).strip("_") or "data"
-
-
-def dataset_values(name: str, dataset: Any, *, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the values of role ``dataset``, those of role ``dataset_characteristic``) of a data
-    set used under ``name`` (``train_set``): a reference, by its location when it (or the
-    data set a subset is of) says where its file lives, else by an id of this run; and its
-    ``name.size`` (``len``) and ``name.type`` (class name).
-
-    A subset of a file-backed data set is told apart from the whole file (its own id,
-    derived from the file), so a run's train and validation subsets stay two data sets."""
-    base = getattr(dataset, "dataset", None) if hasattr(dataset, "indices") else None
-    location = _file_location(dataset)
-    if location is None and base is not None:
-        whole = _file_location(base)
-        ref = capture.ref(whole, id=f"{run_id}/data/{_name_part(name)}", derived_from=capture.ref(whole)) \
-            if whole else capture.Ref(None, id=f"{run_id}/data/{_name_part(name)}")
-    elif location is not None:
-        ref = capture.ref(location)
-    else:
-        ref = capture.Ref(None, id=f"{run_id}/data/{_name_part(name)}")
-    about: dict[str, Any] = {f"{name}.type": type(dataset).__name__}
-    try:
-        about[f"{name}.size"] = len(dataset)
-    except Exception:  # an iterable data set has no length
-        pass
-    return {name: ref}, about
-
-
 @dataclass(frozen=True)
 class LrChange:
     """One learning rate that changed: which optimizer / parameter group, from what to what."""
@@ -256,6 +218,47 @@ def environment(framework: str, versions: Mapping[str, str | None], device: str 
     return tags, {k: v for k, v in values.items() if v is not None}
 
 
+def _file_location(dataset: Any) -> str | None:
+    for attribute in FILE_ATTRIBUTES:
+        value = getattr(dataset, attribute, None)
+        if isinstance(value, (str, PurePath, os.PathLike)) and str(value):
+            return os.fspath(value)
+    return None
+
+
+def _name_part(text: str) -> str:
+    """``text`` as a part of a value name or id (letters, digits, ``_``, ``-``, ``.``)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", text).strip("_") or "data"
+
+
+def dataset_values(name: str, dataset: Any, *, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the values of role ``dataset``, those of role ``dataset_characteristic``) of a data
+    set used under ``name`` (``train_set``): a reference, by its location when it (or the
+    data set a subset is of) says where its file lives, else by an id of this run; and its
+    ``name.size`` (``len``) and ``name.type`` (class name).
+
+    A subset of a file-backed data set is told apart from the whole file (its own id,
+    derived from the file), so a run's train and validation subsets stay two data sets."""
+    base = getattr(dataset, "dataset", None) if hasattr(dataset, "indices") else None
+    location = _file_location(dataset)
+    if location is None and base is not None:
+        whole = _file_location(base)
+        ref = capture.ref(whole, id=f"{run_id}/data/{_name_part(name)}", derived_from=capture.ref(whole)) \
+            if whole else capture.Ref(None, id=f"{run_id}/data/{_name_part(name)}")
+    elif location is not None:
+        ref = capture.ref(location)
+    else:
+        ref = capture.Ref(None, id=f"{run_id}/data/{_name_part(name)}")
+    about: dict[str, Any] = {f"{name}.type": type(dataset).__name__}
+    try:
+        about[f"{name}.size"] = len(dataset)
+    except Exception:  # an iterable data set has no length
+        pass
+    return {name: ref}, about
+
+
+
+
 def loaders(loaders: Any) -> Iterator[tuple[str, Any]]:
     """(name suffix, loader) of what a trainer holds: a loader, a list or a dict of them
     (``""`` for a single loader, ``".0"`` / ``".name"`` for several)."""
@@ -286,3 +289,18 @@ def loader_settings(loader: Any, prefix: str) -> dict[str, Any]:
     if sampler is not None:
         found["sampler"] = type(sampler).__name__
     return settings(found, prefix)
+
+
+def loader_datasets(held: Any, name: str, *, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the ``dataset`` values, the ``dataset_characteristic`` values) of the data sets the
+    loaders ``held`` hold (:func:`loaders`), each named ``name`` plus its loader's suffix
+    (:func:`dataset_values`); a loader without a ``dataset`` is left out."""
+    refs: dict[str, Any] = {}
+    about: dict[str, Any] = {}
+    for key, loader in loaders(held):
+        dataset = getattr(loader, "dataset", None)
+        if dataset is not None:
+            ref, more = dataset_values(f"{name}{key}", dataset, run_id=run_id)
+            refs.update(ref)
+            about.update(more)
+    return refs, about

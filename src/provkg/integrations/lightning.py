@@ -31,7 +31,6 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 import lightning
@@ -40,9 +39,9 @@ from lightning.pytorch.callbacks import Callback
 from provkg import capture
 from provkg.integrations._common import (
     LearningRates,
-    dataset_values,
     environment,
     guarded,
+    loader_datasets,
     loader_settings,
     loaders,
     numbers,
@@ -52,6 +51,16 @@ from provkg.integrations._common import (
     run_label,
     settings,
 )
+from provkg.integrations._trainer import (
+    learning_rates,
+    logged_names,
+    metric_base,
+    optimizer_settings,
+    package_version,
+    scheduler_technique,
+    trainer_settings,
+    without_step_twins,
+)
 
 __all__ = ["BATCHES", "ProvenanceCallback"]
 
@@ -59,9 +68,6 @@ __all__ = ["BATCHES", "ProvenanceCallback"]
 BATCHES = ("full", "summary", "none")
 #: the options ``capture.workflow`` takes besides its name, sink and run id
 _WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
-#: Trainer arguments read another way than the attribute of their name
-_TRAINER_SPECIAL = {"self", "plugins", "callbacks", "logger", "accelerator", "strategy", "devices",
-                    "precision", "profiler", "enable_checkpointing", "enable_progress_bar"}
 
 
 class ProvenanceCallback(Callback):
@@ -145,7 +151,7 @@ class ProvenanceCallback(Callback):
         if device.startswith("cuda") and torch.cuda.is_available():
             more["device_name"] = torch.cuda.get_device_name(trainer.strategy.root_device)
         versions = {"lightning": lightning.__version__, "torch": torch.__version__,
-                    "torchmetrics": _version("torchmetrics")}
+                    "torchmetrics": package_version("torchmetrics")}
         return environment("lightning", versions, device, **more)
 
     def _end_run(self, status: str = "finished", message: str | None = None) -> None:
@@ -179,9 +185,9 @@ class ProvenanceCallback(Callback):
             return
         training = wf.task("training", kind="training",
                            used=capture.hyperparameters(self._hyperparameters(trainer, pl_module)))
-        refs, about = self._datasets(trainer.train_dataloader, "train_set", wf)
+        refs, about = loader_datasets(trainer.train_dataloader, "train_set", run_id=wf.id)
         if trainer.val_dataloaders is not None:  # loaded by the sanity check
-            more, more_about = self._datasets(trainer.val_dataloaders, "val_set", wf)
+            more, more_about = loader_datasets(trainer.val_dataloaders, "val_set", run_id=wf.id)
             refs.update(more)
             about.update(more_about)
             self._val_set_used = True
@@ -190,7 +196,7 @@ class ProvenanceCallback(Callback):
         self._training = training.begin()
         self._training_id = training.id
         self._lrs = LearningRates()
-        self._lrs.changes(_learning_rates(trainer))
+        self._lrs.changes(learning_rates(trainer))
         self._step_only = set()
 
     @guarded
@@ -199,10 +205,10 @@ class ProvenanceCallback(Callback):
             return
         epoch = trainer.current_epoch
         self._note_checkpoints(trainer)
-        lrs = _learning_rates(trainer)
+        lrs = learning_rates(trainer)
         for change in self._lrs.changes(lrs):
             record_adaptation(self._wf, self._training, epoch, change,
-                              _technique(trainer, change.key[0]), several=len(lrs) > 1)
+                              scheduler_technique(trainer, change.key[0]), several=len(lrs) > 1)
         self._epoch = self._wf.task("epoch", kind="section", parent=self._training,
                                     index=epoch).begin()
 
@@ -255,7 +261,7 @@ class ProvenanceCallback(Callback):
             return
         if self._training is not None and self._wf is not None:  # within fit
             self._note_checkpoints(trainer)
-            refs, about = self._datasets(trainer.val_dataloaders, "val_set", self._wf)
+            refs, about = loader_datasets(trainer.val_dataloaders, "val_set", run_id=self._wf.id)
             if not self._val_set_used:
                 self._training.use(capture.datasets(refs))
                 self._training.use(capture.with_role("dataset_characteristic", about))
@@ -273,7 +279,7 @@ class ProvenanceCallback(Callback):
     def on_validation_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                                 batch_idx: int, dataloader_idx: int = 0) -> None:
         if self._check is not None:
-            self._check_logged.update(_logged_names(trainer))
+            self._check_logged.update(logged_names(trainer))
 
     @guarded
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
@@ -288,7 +294,7 @@ class ProvenanceCallback(Callback):
     def on_test_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                           batch_idx: int, dataloader_idx: int = 0) -> None:
         if self._check is not None:
-            self._check_logged.update(_logged_names(trainer))
+            self._check_logged.update(logged_names(trainer))
 
     @guarded
     def on_test_end(self, trainer: Any, pl_module: Any) -> None:
@@ -300,7 +306,7 @@ class ProvenanceCallback(Callback):
         wf = self._open_run(trainer, stage)
         if wf is None:
             return
-        refs, about = self._datasets(held, name, wf)
+        refs, about = loader_datasets(held, name, run_id=wf.id)
         tested = trainer.ckpt_path or self._latest_checkpoint()
         check = wf.task(kind, kind=kind, used=capture.datasets(refs),
                         dependencies=[self._training_id] if self._training_id else None)
@@ -323,8 +329,8 @@ class ProvenanceCallback(Callback):
         now, before = numbers(trainer.callback_metrics), self._check_before
         logged = self._check_logged
         found = {k: v for k, v in now.items()
-                 if k in logged or _base(k) in logged or k not in before or before[k] != v}
-        check.generate(capture.measures(_without_step_twins(found)))
+                 if k in logged or metric_base(k) in logged or k not in before or before[k] != v}
+        check.generate(capture.measures(without_step_twins(found)))
         check.end()
 
     # -- what the hooks read -------------------------------------------------------------
@@ -334,27 +340,16 @@ class ProvenanceCallback(Callback):
         datamodule = getattr(trainer, "datamodule", None)
         if datamodule is not None:
             values.update(settings(dict(getattr(datamodule, "hparams", None) or {}), "data."))
-        values.update(_optimizer_settings(trainer))
-        values.update(_trainer_settings(trainer))
+        values.update(optimizer_settings(trainer))
+        values.update(trainer_settings(trainer))
         for split, held in (("train", trainer.train_dataloader),):
             for key, loader in loaders(held):
                 values.update(loader_settings(loader, f"data.{split}{key}."))
-        lrs = _learning_rates(trainer)
+        lrs = learning_rates(trainer)
         if lrs and "learning_rate" not in values:
             first = trainer.optimizers[0].param_groups[0]
             values["learning_rate"] = plain(first.get("initial_lr", first.get("lr")))
         return values
-
-    def _datasets(self, held: Any, name: str, wf: capture.Workflow) -> tuple[dict[str, Any], dict[str, Any]]:
-        refs: dict[str, Any] = {}
-        about: dict[str, Any] = {}
-        for key, loader in loaders(held):
-            dataset = getattr(loader, "dataset", None)
-            if dataset is not None:
-                ref, more = dataset_values(f"{name}{key}", dataset, run_id=wf.id)
-                refs.update(ref)
-                about.update(more)
-        return refs, about
 
     def _step_metrics(self, trainer: Any) -> dict[str, float]:
         """The metrics the current training step logged (one name per metric: ``x``, not
@@ -363,12 +358,12 @@ class ProvenanceCallback(Callback):
             step = trainer._results.metrics(on_step=True)["callback"]  # this step's, by fx
         except Exception:  # another Lightning: the step-suffixed callback metrics
             step = {k[:-5]: v for k, v in trainer.callback_metrics.items() if k.endswith("_step")}
-        values = _without_step_twins(numbers(step))
+        values = without_step_twins(numbers(step))
         self._step_only.update(k for k in values if f"{k}_step" not in step)
         return values
 
     def _epoch_metrics(self, trainer: Any) -> dict[str, float]:
-        values = _without_step_twins(numbers(trainer.callback_metrics))
+        values = without_step_twins(numbers(trainer.callback_metrics))
         return {k: v for k, v in values.items() if k not in self._step_only}
 
     def _note_checkpoints(self, trainer: Any) -> None:
@@ -407,108 +402,3 @@ class ProvenanceCallback(Callback):
             out[name] = capture.ref(path)
         return out
 
-
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except Exception:
-        return None
-
-
-def _base(name: str) -> str:
-    for suffix in ("_step", "_epoch"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def _without_step_twins(values: dict[str, float]) -> dict[str, float]:
-    """``values`` without ``x_step`` / ``x_epoch`` when ``x`` is there too (Lightning's
-    names of one metric logged both on_step and on_epoch)."""
-    return {k: v for k, v in values.items() if _base(k) == k or _base(k) not in values}
-
-
-def _optimizer_settings(trainer: Any) -> dict[str, Any]:
-    """Each optimizer's class and its first parameter group's settings (lr, betas,
-    weight_decay, ...; later groups: what differs), each scheduler's class, Lightning
-    config and ``state_dict`` settings."""
-    out: dict[str, Any] = {}
-    optimizers = list(trainer.optimizers)
-    for i, optimizer in enumerate(optimizers):
-        prefix = "optimizer." if len(optimizers) == 1 else f"optimizer_{i}."
-        out[f"{prefix}class"] = type(optimizer).__name__
-        groups = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
-        if groups:
-            out.update(settings(groups[0], prefix))
-        for j, group in enumerate(groups[1:], 1):
-            out.update(settings({k: v for k, v in group.items() if groups[0].get(k) != v},
-                                f"{prefix}group_{j}."))
-    configs = list(trainer.lr_scheduler_configs)
-    for i, config in enumerate(configs):
-        prefix = "scheduler." if len(configs) == 1 else f"scheduler_{i}."
-        scheduler = config.scheduler
-        out[f"{prefix}class"] = type(scheduler).__name__
-        out.update(settings({k: getattr(config, k, None) for k in ("interval", "frequency", "monitor")
-                             if getattr(config, k, None) is not None}, prefix))
-        try:
-            state = scheduler.state_dict()
-        except Exception:
-            state = {}
-        out.update(settings({k: v for k, v in state.items() if not k.startswith("_")
-                             and k != "optimizer"}, prefix))
-    return out
-
-
-def _trainer_settings(trainer: Any) -> dict[str, Any]:
-    """Every argument of ``Trainer(...)``, as the trainer holds it after resolving defaults
-    (``trainer.max_epochs``, ``trainer.precision``, ...), named ``trainer.<argument>``."""
-    found: dict[str, Any] = {
-        "accelerator": type(trainer.accelerator).__name__,
-        "strategy": type(trainer.strategy).__name__,
-        "devices": trainer.num_devices,
-        "precision": trainer.precision,
-        "logger": [type(logger).__name__ for logger in trainer.loggers],
-        "callbacks": [type(callback).__name__ for callback in trainer.callbacks],
-        "profiler": type(trainer.profiler).__name__,
-        "enable_checkpointing": bool(trainer.checkpoint_callbacks),
-        "enable_progress_bar": trainer.progress_bar_callback is not None,
-    }
-    for name in inspect.signature(type(trainer).__init__).parameters:
-        if name in _TRAINER_SPECIAL:
-            continue
-        for attribute in (name, f"_{name}"):
-            try:
-                value = getattr(trainer, attribute)
-            except Exception:  # a property that needs a running loop
-                continue
-            found[name] = value
-            break
-    return settings(found, "trainer.")
-
-
-def _learning_rates(trainer: Any) -> dict[tuple[int, int], float]:
-    out: dict[tuple[int, int], float] = {}
-    for i, optimizer in enumerate(trainer.optimizers):
-        for j, group in enumerate(optimizer.param_groups):
-            lr = plain(group.get("lr"))
-            if isinstance(lr, (int, float)) and not isinstance(lr, bool):
-                out[(i, j)] = float(lr)
-    return out
-
-
-def _technique(trainer: Any, optimizer_index: int) -> str:
-    """The class name of the scheduler of that optimizer (``"manual"`` when none is)."""
-    optimizers = list(trainer.optimizers)
-    optimizer = optimizers[optimizer_index] if optimizer_index < len(optimizers) else None
-    for config in trainer.lr_scheduler_configs:
-        if getattr(config.scheduler, "optimizer", None) is optimizer:
-            return type(config.scheduler).__name__
-    return "manual"
-
-
-def _logged_names(trainer: Any) -> set[str]:
-    """The names the running loop's steps logged (its result collection's)."""
-    try:
-        return {metric.meta.name for metric in trainer._results.values()}
-    except Exception:
-        return set()

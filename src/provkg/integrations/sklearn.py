@@ -14,15 +14,14 @@ kind, so the events ingest as PROV-ML without a written spec:
   epochs are sections (parent = the training, index = the epoch), each ``partial_fit`` call a
   batch section of its epoch (``batches``), a learning-rate change an ``adaptation``.
 
-Invariant: nothing here raises into user code. Every recording step is guarded (a failure is
-logged once per cause); exceptions of the user's own calls (``fit``, ``partial_fit``, the
-``with`` body) propagate unchanged, after the run is ended ``failed``. Estimators are
-duck-typed: importing this module imports no scikit-learn.
+Invariant: nothing here raises into user code. Every recording step is guarded
+(:func:`_common.guarded`: a failure is logged once per cause); exceptions of the user's own
+calls (``fit``, ``partial_fit``, the ``with`` body) propagate unchanged, after the run is
+ended ``failed``. Estimators are duck-typed: importing this module imports no scikit-learn.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -30,7 +29,15 @@ from pathlib import PurePath
 from typing import Any
 
 from provkg import capture
-from provkg.capture.report import report_once
+from provkg.integrations._common import (
+    LearningRates,
+    LrChange,
+    guarded,
+    plain,
+    record_adaptation,
+    report_once,
+)
+from provkg.integrations._datasets import array_dataset_values, shape
 
 __all__ = ["ProvenanceCallback", "TrainingRecorder"]
 
@@ -39,25 +46,10 @@ BATCH_MODES = ("full", "summary", "none")
 #: estimator parameters that hold the step size, in the order they are looked for (SGD*,
 #: Perceptron and PassiveAggressive: ``eta0``; MLP*: ``learning_rate_init``)
 _RATE_PARAMS = ("eta0", "learning_rate_init", "learning_rate")
-#: data up to this size is fingerprinted whole; larger data by an even sample of its rows
-_HASH_WHOLE_BYTES = 64 * 1024 * 1024
 #: longest text kept for a parameter value that is an object (an estimator, a callable)
 _MAX_TEXT = 200
-
-
-def _guarded(what: str) -> Any:
-    """Decorator: ``what`` failing is logged once per cause and answers None, never raises."""
-    def wrap(func: Any) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return func(*args, **kwargs)
-            except Exception as exc:
-                report_once(("sklearn", what, type(exc)), f"provkg.integrations.sklearn: "
-                            f"recording {what} failed ({exc!r}); the model is unaffected")
-                return None
-        run.__name__, run.__doc__ = func.__name__, func.__doc__
-        return run
-    return wrap
+#: an estimator has one step size: its key as an (optimizer, parameter group) of LrChange
+_ONE = (0, 0)
 
 
 class ProvenanceCallback:
@@ -123,7 +115,7 @@ class ProvenanceCallback:
         self._record_search(run, search, X, y, dataset, model_path)
         _end(run, None)
 
-    @_guarded("a search")
+    @guarded
     def _record_search(self, run: Any, search: Any, X: Any, y: Any, dataset: Any,
                        model_path: str | PurePath | None) -> None:
         if run is None:
@@ -134,7 +126,7 @@ class ProvenanceCallback:
         metrics = _metrics(search, results)
         best = getattr(search, "best_index_", None)
         refitted = getattr(search, "best_estimator_", None)
-        data = _dataset_values(run, X, y, dataset)
+        data = array_dataset_values(X, y, dataset, run_id=run.id)
         n_splits = getattr(search, "n_splits_", 0)
         name = _class_name(estimator)
         for i, candidate in enumerate(results["params"]):
@@ -181,7 +173,7 @@ class ProvenanceCallback:
 
     # -- runs -----------------------------------------------------------------------
 
-    @_guarded("the run's begin")
+    @guarded
     def _open(self, estimator: Any, *, search: bool) -> Any:
         """A begun run for one recording, labelled after the estimator (None if that failed)."""
         self._runs += 1
@@ -222,12 +214,14 @@ class TrainingRecorder:
         self._batch_index = 0
         self._last: dict[str, Any] = {}  # the last epoch's metrics: the training's final ones
         self._own: dict[str, Any] = {}  # measures given to measures(): they win over _last
-        #: the learning rate as last recorded, and the estimator's as last read
-        self._rate = self._seen = _learning_rate(estimator)
+        current = _learning_rates(estimator)
+        self._rate = current.get(_ONE)  #: the learning rate as last recorded
+        self._lrs = LearningRates()  # the estimator's own, as read at each epoch start
+        self._lrs.changes(current)
         self._used_names: set[str] = set()
         self._begin(callback, X, y, dataset, hyperparameters)
 
-    @_guarded("a training's begin")
+    @guarded
     def _begin(self, callback: ProvenanceCallback, X: Any, y: Any, dataset: Any,
                hyperparameters: Mapping[str, Any] | None) -> None:
         self._run = run = callback._open(self.estimator, search=False)
@@ -239,7 +233,7 @@ class TrainingRecorder:
         if hyperparameters:
             training.use(capture.hyperparameters(hyperparameters))
         self._used_names = set(params) | set(capture.hyperparameters(hyperparameters or {}))
-        for values in _dataset_values(run, X, y, dataset):
+        for values in array_dataset_values(X, y, dataset, run_id=run.id):
             training.use(values)
         self._training = training.begin()
 
@@ -261,7 +255,7 @@ class TrainingRecorder:
         self._end_batch(batch, X)
         return result
 
-    @_guarded("an epoch")
+    @guarded
     def epoch(self, **metrics: Any) -> int | None:
         """End the current epoch (begun at its first ``partial_fit``, or now) with the
         metrics it reached (``loss=``, ``accuracy=``...: evaluation measures). Returns its
@@ -277,12 +271,12 @@ class TrainingRecorder:
         self.epochs += 1
         return self.epochs - 1
 
-    @_guarded("a training's measures")
+    @guarded
     def measures(self, **metrics: Any) -> None:
         """Measures of the training itself (a held-out score after the loop)."""
         self._own.update(metrics)
 
-    @_guarded("an adaptation")
+    @guarded
     def adapt(self, learning_rate: float, *, technique: str = "manual") -> None:
         """Record a change of the learning rate, effective from the next epoch (a change made
         with ``estimator.set_params(eta0=...)`` is found by itself, as ``set_params``)."""
@@ -292,10 +286,8 @@ class TrainingRecorder:
     def _adaptation(self, old: Any, new: Any, technique: str) -> None:
         if self._run is None or self._training is None:
             return
-        used = capture.hyperparameters(learning_rate=old, technique=technique)
-        with self._run.task("adaptation", kind="adaptation", parent=self._training,
-                            index=self.epochs, used=used) as adaptation:
-            adaptation.generate(capture.hyperparameters(learning_rate=new))
+        record_adaptation(self._run, self._training, self.epochs, LrChange(_ONE, old, new),
+                          technique, several=False)
 
     def _current_epoch(self) -> Any:
         """The open epoch section, begun now if none is (a learning-rate change since the
@@ -304,18 +296,16 @@ class TrainingRecorder:
             self._begin_epoch()
         return self._epoch
 
-    @_guarded("an epoch's begin")
+    @guarded
     def _begin_epoch(self) -> None:
-        rate = _learning_rate(self.estimator)
-        if rate is not None and rate != self._seen:
-            self._seen = rate
-            if rate != self._rate:  # not already told by adapt()
-                self._adaptation(self._rate, rate, "set_params")
-                self._rate = rate
+        for change in self._lrs.changes(_learning_rates(self.estimator)):
+            if change.new != self._rate:  # not already told by adapt()
+                self._adaptation(self._rate, change.new, "set_params")
+                self._rate = change.new
         self._epoch = self._run.task("epoch", parent=self._training, index=self.epochs).begin()
         self._batch_index = 0
 
-    @_guarded("a batch's begin")
+    @guarded
     def _begin_batch(self, epoch: Any) -> Any:
         if epoch is None or self._batches == "none":
             return None
@@ -324,11 +314,11 @@ class TrainingRecorder:
         self._batch_index += 1
         return batch.begin()
 
-    @_guarded("a batch's end")
+    @guarded
     def _end_batch(self, batch: Any, X: Any) -> None:
         if batch is None:
             return
-        samples = _shape(X)
+        samples = shape(X)
         if samples:
             batch.generate(capture.with_role("plain", samples=samples[0]))
         batch.end()
@@ -338,7 +328,7 @@ class TrainingRecorder:
         self._end_training(exc)
         _end(self._run, exc)
 
-    @_guarded("a training's end")
+    @guarded
     def _end_training(self, exc: BaseException | None) -> None:
         if self._run is None:
             return
@@ -434,93 +424,43 @@ def _params(estimator: Any) -> dict[str, Any]:
 
 
 def _params_of(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(name): _plain(value) for name, value in params.items()}
+    return {str(name): _param_value(value) for name, value in params.items()}
 
 
-def _plain(value: Any) -> Any:
-    """A parameter as a JSON-able value: a nested estimator (its own parameters are listed
-    as ``name__...``) its class name, a callable its name, another object a short text."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if hasattr(value, "item") and getattr(value, "shape", None) == ():  # a numpy scalar
-        return value.item()
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _param_value(value: Any) -> Any:
+    """A parameter as a JSON-able value: a scalar or numpy scalar as :func:`_common.plain`
+    reads it; a nested estimator its class name (its own parameters are listed as
+    ``name__...``); a callable its qualified name; a list of scalars as it is; a list holding
+    more, or another object (a ``class_weight`` dict, a ``RandomState``), a short text, which
+    says more of a setting than :func:`_common.plain`'s class name would."""
+    if _is_scalar(value) or (hasattr(value, "item") and getattr(value, "shape", None) == ()):
+        return plain(value)
     if isinstance(value, (list, tuple)):
-        items = [_plain(v) for v in value]
-        return items if all(v is None or isinstance(v, (bool, int, float, str)) for v in items) \
-            else repr(items)[:_MAX_TEXT]
-    if hasattr(value, "get_params"):  # an estimator: its class (its parameters are separate)
+        items = [_param_value(v) for v in value]
+        return items if all(_is_scalar(v) for v in items) else repr(items)[:_MAX_TEXT]
+    if hasattr(value, "get_params"):
         return type(value).__name__
     if callable(value):
         return getattr(value, "__qualname__", None) or type(value).__name__
     return repr(value)[:_MAX_TEXT]
 
 
-def _learning_rate(estimator: Any) -> Any:
-    """The estimator's step size (``eta0``, ``learning_rate_init``, a numeric
-    ``learning_rate``), or None."""
+def _learning_rates(estimator: Any) -> dict[tuple[int, int], float]:
+    """``{_ONE: the estimator's step size}`` (``eta0``, ``learning_rate_init``, a numeric
+    ``learning_rate``), or ``{}`` when it has none."""
     try:
         params = estimator.get_params(deep=False)
     except Exception:
-        return None
+        return {}
     for name in _RATE_PARAMS:
         value = params.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def _shape(data: Any) -> list[int] | None:
-    """``data.shape`` (else ``[len(data)]``) as a list of ints, or None."""
-    try:
-        shape = getattr(data, "shape", None)
-        return [int(n) for n in (shape if shape is not None else (len(data),))]
-    except (TypeError, ValueError):
-        return None
-
-
-def _dataset_values(run: Any, X: Any, y: Any, dataset: Any) -> list[Mapping[str, Any]]:
-    """The data set a training used, one mapping per role: a ref (at ``dataset``'s location;
-    else by a content id of ``X`` and ``y``, so the same data in several runs is one node) and
-    its shape."""
-    if isinstance(dataset, capture.Ref):
-        ref = dataset
-    elif dataset is not None:
-        ref = capture.ref(dataset)
-    elif X is not None:
-        ref = capture.Ref(None, _fingerprint(X, y) or f"{run.id}/dataset")
-    else:
-        return []
-    characteristics: dict[str, Any] = {}
-    for name, data in (("dataset.shape", X), ("dataset.target_shape", y)):
-        shape = _shape(data)
-        if shape:
-            characteristics[name] = shape
-    return [capture.datasets(dataset=ref),
-            capture.with_role("dataset_characteristic", characteristics)]
-
-
-def _fingerprint(*arrays: Any) -> str | None:
-    """A content id of the data (``sklearn-data/<blake2b>``); None for data without bytes
-    (object arrays, generators). Data over ``_HASH_WHOLE_BYTES`` is read at evenly spaced
-    rows: the id still tells different data sets apart, at a bounded cost."""
-    import numpy as np  # scikit-learn's own dependency, there whenever an estimator is
-
-    digest = hashlib.blake2b(digest_size=16)
-    for data in arrays:
-        if data is None:
-            continue
-        parts = [getattr(data, name) for name in ("data", "indices", "indptr")] \
-            if hasattr(data, "indptr") else [data]  # a scipy sparse matrix
-        for part in parts:
-            array = np.asarray(part)
-            if array.dtype == object:
-                return None
-            digest.update(f"{array.shape}{array.dtype.str}".encode())
-            if array.nbytes > _HASH_WHOLE_BYTES and array.ndim:
-                step = -(-array.nbytes // _HASH_WHOLE_BYTES)
-                array = array[::step]
-            digest.update(np.ascontiguousarray(array).tobytes())
-    return f"sklearn-data/{digest.hexdigest()}"
+            return {_ONE: value}
+    return {}
 
 
 def _model_ref(run: Any, model_path: str | PurePath | None, name: str) -> Any:
@@ -530,7 +470,7 @@ def _model_ref(run: Any, model_path: str | PurePath | None, name: str) -> Any:
     return capture.Ref(None, f"{run.id}/{name}")
 
 
-@_guarded("an end")
+@guarded
 def _end(task: Any, exc: BaseException | None) -> None:
     """End a task or run (None: nothing), ``failed`` with the exception's message if any."""
     if task is not None:
