@@ -5,6 +5,10 @@ package imports no framework):
 
 - :mod:`provkg.integrations.lightning`: ``ProvenanceCallback`` for PyTorch Lightning's
   ``Trainer(callbacks=[...])`` (the ``lightning`` extra);
+- :mod:`provkg.integrations.keras`: ``ProvenanceCallback`` for Keras 3's ``model.fit(callbacks=[...])``,
+  any backend (the ``keras`` extra);
+- :mod:`provkg.integrations.transformers`: ``ProvenanceCallback`` for Hugging Face's
+  ``Trainer(callbacks=[...])`` (the ``transformers`` extra);
 - :mod:`provkg.integrations.sklearn`: ``ProvenanceCallback`` for scikit-learn searches
   (``GridSearchCV`` / ``RandomizedSearchCV``, one training per candidate) and ``partial_fit``
   loops (scikit-learn has no callback API: the callback wraps ``fit`` / ``partial_fit``).

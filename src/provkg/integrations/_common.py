@@ -72,7 +72,7 @@ def guarded(method: F) -> F:
         try:
             return method(*args, **kwargs)
         except Exception as exc:
-            report_once((method.__qualname__, type(exc)),
+            report_once((method.__module__, method.__qualname__, type(exc)),
                         f"{method.__qualname__} failed, provenance of this step is incomplete "
                         f"(training goes on): {exc!r}")
             return None
