@@ -1,7 +1,7 @@
 """What a framework callback costs a training: provkg's Lightning callback vs none vs MLflow autolog.
 
-One small real training (a 2-layer MLP on synthetic data, CPU, 100 batches per epoch, 3
-epochs) is run in each mode, the modes interleaved round after round so a busy machine
+One small real training (a 2-layer MLP, 256 -> 1024 -> 2, on synthetic data, CPU, 100
+batches of 128 per epoch, 3 epochs) is run in each mode, the modes interleaved round after round so a busy machine
 weighs on all alike; wall and process CPU time (the callback's background delivery thread
 counts: it is in this process) per epoch, as medians over the rounds, with each mode's
 overhead against the baseline measured in the same round.
@@ -31,14 +31,14 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-EPOCHS, BATCHES, BATCH_SIZE, FEATURES = 3, 100, 64, 32
+EPOCHS, BATCHES, BATCH_SIZE, FEATURES, HIDDEN = 3, 100, 128, 256, 1024
 
 
 class _MLP(L.LightningModule):
     def __init__(self, lr: float = 0.05) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Linear(FEATURES, 64), nn.ReLU(), nn.Linear(64, 2))
+        self.net = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 2))
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], _: int) -> torch.Tensor:
         x, y = batch
@@ -123,18 +123,20 @@ def main() -> int:
                 overheads[name].append((got[0] / base[0] - 1, got[1] / base[1] - 1))
     lines = ["# Framework callbacks: what they cost a training", "",
              f"Lightning {L.__version__}, torch {torch.__version__}, Python {platform.python_version()}, "
-             f"{os.cpu_count()} cores; {EPOCHS} epochs x {BATCHES} batches of {BATCH_SIZE}, one torch "
+             f"{os.cpu_count()} cores; MLP {FEATURES}-{HIDDEN}-2, {EPOCHS} epochs x {BATCHES} batches of "
+             f"{BATCH_SIZE}, one torch "
              f"thread; {args.rounds} rounds, modes interleaved; medians. Overhead: against the "
              "no-callback fit of the same round.", "",
-             "| mode | wall s per epoch | CPU s per epoch | wall overhead | CPU overhead |",
+             "| mode | wall s per epoch | CPU s per epoch | wall overhead (range over rounds) | CPU overhead (range) |",
              "|---|---|---|---|---|"]
     for name in modes:
         wall = statistics.median(t[0] for t in times[name]) / EPOCHS
         cpu = statistics.median(t[1] for t in times[name]) / EPOCHS
         if overheads[name]:
-            ow = statistics.median(o[0] for o in overheads[name]) * 100
-            oc = statistics.median(o[1] for o in overheads[name]) * 100
-            extra = f"{ow:+.1f} % | {oc:+.1f} %"
+            walls = sorted(o[0] * 100 for o in overheads[name])
+            cpus = sorted(o[1] * 100 for o in overheads[name])
+            extra = (f"{statistics.median(walls):+.1f} % ({walls[0]:+.0f} .. {walls[-1]:+.0f}) | "
+                     f"{statistics.median(cpus):+.1f} % ({cpus[0]:+.0f} .. {cpus[-1]:+.0f})")
         else:
             extra = "- | -"
         lines.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {extra} |")
