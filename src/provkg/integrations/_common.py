@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import inspect
 import logging
 import math
 import os
@@ -31,7 +32,8 @@ from typing import Any, TypeVar, cast
 from provkg import capture
 from provkg.capture.roles import flat_items
 
-__all__ = ["FILE_ATTRIBUTES", "LearningRates", "LrChange", "dataset_values", "environment",
+__all__ = ["BATCHES", "FILE_ATTRIBUTES", "WORKFLOW_OPTIONS", "LearningRates",
+           "callback_options", "LrChange", "dataset_values", "environment",
            "guarded", "loader_datasets", "loader_settings", "loaders", "numbers", "plain",
            "record_adaptation", "report_once", "run_label", "settings"]
 
@@ -304,3 +306,23 @@ def loader_datasets(held: Any, name: str, *, run_id: str) -> tuple[dict[str, Any
             refs.update(ref)
             about.update(more)
     return refs, about
+
+
+#: what the callbacks' ``batches`` option takes: every batch, per-epoch summaries, none
+BATCHES = ("full", "summary", "none")
+#: capture.workflow's options a callback passes on (its name, sink and run id are the callback's)
+WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
+
+
+def callback_options(batches: str, capture_options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A callback's ``batches`` (``full`` for an unknown one) and the ``capture.workflow``
+    options among ``capture_options``; what is dropped is said once, never raised."""
+    if batches not in BATCHES:
+        report_once(("batches", str(batches)[:40]), f"ProvenanceCallback batches={batches!r}: "
+                    f"expected one of {', '.join(BATCHES)}; 'full' is used")
+        batches = "full"
+    unknown = sorted(set(capture_options) - WORKFLOW_OPTIONS)
+    if unknown:
+        report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
+                    f"no {', '.join(unknown)}; ignored")
+    return batches, {k: v for k, v in capture_options.items() if k in WORKFLOW_OPTIONS}

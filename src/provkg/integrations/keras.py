@@ -36,7 +36,6 @@ raises into training; delivery runs in the capture library's background thread.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import sys
@@ -49,22 +48,21 @@ import keras
 
 from provkg import capture
 from provkg.integrations._common import (
+    BATCHES,
     LearningRates,
+    callback_options,
     environment,
     guarded,
     numbers,
     plain,
     record_adaptation,
-    report_once,
     settings,
 )
 
 __all__ = ["BATCHES", "ProvenanceCallback"]
 
 #: what ``batches=`` takes: a section per batch, per-epoch summaries of them, or none
-BATCHES = ("full", "summary", "none")
 #: the options ``capture.workflow`` takes besides its name, sink and run id
-_WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
 #: fit arguments recorded as hyperparameters under their own names (data and callbacks aside)
 _FIT_ARGUMENTS = ("epochs", "batch_size", "validation_split", "shuffle", "class_weight",
                   "initial_epoch", "steps_per_epoch", "validation_steps", "validation_batch_size",
@@ -96,17 +94,8 @@ class ProvenanceCallback(keras.callbacks.Callback):
                  batches: str = "full", dataset: Any = None, **capture_options: Any) -> None:
         super().__init__()
         self.sink, self.workflow, self.run_id = sink, workflow, run_id
-        if batches not in BATCHES:
-            report_once(("batches", str(batches)[:40]), f"ProvenanceCallback batches={batches!r}: "
-                        f"expected one of {', '.join(BATCHES)}; 'full' is used")
-            batches = "full"
-        self.batches = batches
+        self.batches, self.options = callback_options(batches, capture_options)
         self.dataset = dataset
-        unknown = sorted(set(capture_options) - _WORKFLOW_OPTIONS)
-        if unknown:
-            report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
-                        f"no {', '.join(unknown)}; ignored")
-        self.options = {k: v for k, v in capture_options.items() if k in _WORKFLOW_OPTIONS}
         self._wf: capture.Workflow | None = None
         self._run_ids: set[str] = set()
         self._training: capture.Task | None = None

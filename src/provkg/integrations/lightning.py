@@ -28,7 +28,6 @@ background thread.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -38,7 +37,9 @@ from lightning.pytorch.callbacks import Callback
 
 from provkg import capture
 from provkg.integrations._common import (
+    BATCHES,
     LearningRates,
+    callback_options,
     environment,
     guarded,
     loader_datasets,
@@ -47,7 +48,6 @@ from provkg.integrations._common import (
     numbers,
     plain,
     record_adaptation,
-    report_once,
     run_label,
     settings,
 )
@@ -65,9 +65,7 @@ from provkg.integrations._trainer import (
 __all__ = ["BATCHES", "ProvenanceCallback"]
 
 #: what ``batches=`` takes: a section per batch, per-epoch summaries of them, or none
-BATCHES = ("full", "summary", "none")
 #: the options ``capture.workflow`` takes besides its name, sink and run id
-_WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
 
 
 class ProvenanceCallback(Callback):
@@ -88,16 +86,7 @@ class ProvenanceCallback(Callback):
                  batches: str = "full", **capture_options: Any) -> None:
         super().__init__()
         self.sink, self.workflow, self.run_id = sink, workflow, run_id
-        if batches not in BATCHES:
-            report_once(("batches", str(batches)[:40]), f"ProvenanceCallback batches={batches!r}: "
-                        f"expected one of {', '.join(BATCHES)}; 'full' is used")
-            batches = "full"
-        self.batches = batches
-        unknown = sorted(set(capture_options) - _WORKFLOW_OPTIONS)
-        if unknown:
-            report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
-                        f"no {', '.join(unknown)}; ignored")
-        self.options = {k: v for k, v in capture_options.items() if k in _WORKFLOW_OPTIONS}
+        self.batches, self.options = callback_options(batches, capture_options)
         self._wf: capture.Workflow | None = None
         self._run_ids: set[str] = set()
         self._training: capture.Task | None = None

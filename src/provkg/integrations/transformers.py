@@ -36,7 +36,6 @@ capture library's background thread.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 from collections.abc import Mapping
@@ -49,24 +48,23 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from provkg import capture
 from provkg.integrations._common import (
+    BATCHES,
     FILE_ATTRIBUTES,
     LearningRates,
+    callback_options,
     dataset_values,
     environment,
     guarded,
     numbers,
     plain,
     record_adaptation,
-    report_once,
     settings,
 )
 
 __all__ = ["BATCHES", "ProvenanceCallback", "epoch_of"]
 
 #: what ``batches=`` takes: a section per step, per-epoch summaries of them, or none
-BATCHES = ("full", "summary", "none")
 #: the options ``capture.workflow`` takes besides its name, sink and run id
-_WORKFLOW_OPTIONS = frozenset(inspect.signature(capture.workflow).parameters) - {"name", "sink", "run_id"}
 #: what a log holds that is no measure: where it was logged (the rate is a hyperparameter)
 _NOT_MEASURES = frozenset({"epoch", "step", "learning_rate"})
 #: slack for HF's float epochs (``e + k / n``): an epoch's last log is ``e + 1`` up to rounding
@@ -103,16 +101,7 @@ class ProvenanceCallback(TrainerCallback):
                  batches: str = "full", **capture_options: Any) -> None:
         super().__init__()
         self.sink, self.workflow, self.run_id = sink, workflow, run_id
-        if batches not in BATCHES:
-            report_once(("batches", str(batches)[:40]), f"ProvenanceCallback batches={batches!r}: "
-                        f"expected one of {', '.join(BATCHES)}; 'full' is used")
-            batches = "full"
-        self.batches = batches
-        unknown = sorted(set(capture_options) - _WORKFLOW_OPTIONS)
-        if unknown:
-            report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
-                        f"no {', '.join(unknown)}; ignored")
-        self.options = {k: v for k, v in capture_options.items() if k in _WORKFLOW_OPTIONS}
+        self.batches, self.options = callback_options(batches, capture_options)
         self._wf: capture.Workflow | None = None
         self._run_ids: set[str] = set()
         self._training: capture.Task | None = None
