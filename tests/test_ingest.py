@@ -272,7 +272,7 @@ def test_every_schema_ingests_shuffled_events_to_the_same_graph(embedded_store: 
 def test_the_bulk_writer_keeps_every_triple_with_loads_side_by_side(tmp_path) -> None:
     # on-disk Oxigraph takes two bulk loads at once: 60 buffers of 1,000 triples (some
     # repeated across buffers) go through both loader threads and all land, once each
-    from provkg.service.ingest import _Writer
+    from provkg.service.store_writer import StoreWriter as _Writer
     from provkg.store import open_store
 
     with open_store(f"oxigraph:{tmp_path / 'store'}") as store:
@@ -291,7 +291,7 @@ def test_the_bulk_writer_keeps_every_triple_with_loads_side_by_side(tmp_path) ->
 
 def test_a_failed_background_load_reaches_the_caller(tmp_path) -> None:
     from provkg.errors import StoreError
-    from provkg.service.ingest import _Writer
+    from provkg.service.store_writer import StoreWriter as _Writer
     from provkg.store import open_store
 
     with open_store(f"oxigraph:{tmp_path / 'store'}") as store:

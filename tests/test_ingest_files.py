@@ -402,7 +402,7 @@ def test_events_with_large_values_are_read_and_written_in_batches_bounded_by_byt
     """Found by black-box testing: with 50 KB values, `provkg ingest` held thousands of events
     (and 200,000 triples' worth of their text) at once: peak memory grew to 5x the file."""
     from provkg.service import event_files
-    from provkg.service.ingest import _Writer
+    from provkg.service.store_writer import StoreWriter as _Writer
 
     big = "x" * 1_000_000
     events = [{"type": "workflow", "event": "begin", "id": "r", "time": 1.0, "workflow": WORKFLOW}]

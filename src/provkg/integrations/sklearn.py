@@ -279,7 +279,7 @@ class TrainingRecorder:
     @guarded
     def adapt(self, learning_rate: float, *, technique: str = "manual") -> None:
         """Record a change of the learning rate, effective from the next epoch (a change made
-        with ``estimator.set_params(eta0=...)`` is found by itself, as ``set_params``)."""
+        with ``estimator.set_params(eta0=...)`` is detected on its own, as ``set_params``)."""
         self._adaptation(self._rate, learning_rate, technique)
         self._rate = learning_rate
 

@@ -30,11 +30,7 @@ from provkg.errors import BadEvent, BadSpec
 from provkg.mapper.terms import PL, SP, A, P
 from provkg.schemas import Schema
 from provkg.service.event_files import EVENT_SUFFIXES, event_files, read_events, total_bytes
-from provkg.service.ingestor import (
-    Ingestor,
-    IngestReport,
-    _Writer,  # noqa: F401  (where tests look for it)
-)
+from provkg.service.ingestor import Ingestor, IngestReport
 from provkg.service.links import check_links, link_value
 from provkg.service.progress import Progress, start
 from provkg.service.registration import (
