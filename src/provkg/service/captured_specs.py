@@ -32,10 +32,17 @@ def is_captured(spec: Spec | None) -> bool:
 
 
 def _says_roles(e: Mapping[str, Any]) -> bool:
+    """Whether ``e`` carries a kind, granularity, phase or value role (plain loops: this runs
+    for every event of a workflow without a written spec)."""
     if "kind" in e or "granularity" in e or "phase" in e:
         return True
-    return any("role" in v for key in ("used", "generated") for v in e.get(key) or ()
-               if isinstance(v, Mapping))
+    for key in ("used", "generated"):
+        values = e.get(key)
+        if values:
+            for v in values:
+                if type(v) is dict and "role" in v:
+                    return True
+    return False
 
 
 def _key(e: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -56,7 +63,11 @@ class CapturedSpecs:
         self._transformation_of: dict[str, str] = {}
         self._stored = stored
         self._stored_specs: Mapping[str, Spec] | None = None
-        self._asked: set[str | None] = {None}
+        self._asked: set[str] = set()
+        self._adopted: dict[str, Spec] = {}
+        #: runs seen (their workflow asked for), and those whose workflow has a written spec
+        self._asked_runs: set[Any] = set()
+        self._settled: set[Any] = set()
 
     def implied(self, batch: list[dict[str, Any]], runs: Mapping[str, str],
                 specs: Mapping[str, Spec]) -> list[tuple[Spec, bool]]:
@@ -64,13 +75,25 @@ class CapturedSpecs:
         first: new or grown captured specs of workflows whose spec is missing or captured,
         and a spec the store holds that the session lacked (registered already: False).
         ``runs``: run id -> workflow of the runs seen so far; ``specs``: the session's."""
-        out = self._adopted(batch, runs, specs)
+        out: list[tuple[Spec, bool]] = []
         said = []
         for e in batch:
-            if e.get("type") == "task" and e.get("event") == "begin":
-                self._note_task(e)
-            if _says_roles(e) or (e.get("type") == "task" and e.get("parent") is not None
-                                  and self._transformation_of.get(e["parent"]) is not None):
+            run = e["id"] if e.get("type") == "workflow" else e.get("workflow_id")
+            if run in self._settled:  # its workflow's spec is written: nothing to infer
+                continue
+            if run not in self._asked_runs:
+                name = e["workflow"] if e.get("type") == "workflow" else (
+                    runs.get(run) if isinstance(run, str) else None)
+                if name is not None:  # a run of a workflow not known yet waits for its event
+                    self._asked_runs.add(run)
+                    held = specs.get(name) or self._adopt(name, out)
+                    if held is not None and not is_captured(held):
+                        self._settled.add(run)
+                        continue
+            parent = e.get("parent")
+            if _says_roles(e) or (parent is not None and parent in self._transformation_of):
+                if e.get("type") == "task" and e.get("event") == "begin":
+                    self._note_task(e)
                 key = _key(e)
                 if key not in self._seen:
                     self._seen.add(key)
@@ -96,20 +119,17 @@ class CapturedSpecs:
                 out.append((held, False))
         return out
 
-    def _adopted(self, batch: list[dict[str, Any]], runs: Mapping[str, str],
-                 specs: Mapping[str, Spec]) -> list[tuple[Spec, bool]]:
-        """Specs the store holds for workflows of ``batch`` the session has none for (asked
-        once per workflow): a session given no spec maps with what earlier ones registered."""
-        names = {e["workflow"] if e.get("type") == "workflow" else runs.get(e.get("workflow_id", ""))
-                 for e in batch}
-        out = []
-        for name in names - self._asked - specs.keys():
-            if isinstance(name, str):
-                self._asked.add(name)
-                held = self._stored_spec(name)
-                if held is not None:
-                    out.append((held, False))
-        return out
+    def _adopt(self, name: str, out: list[tuple[Spec, bool]]) -> Spec | None:
+        """The spec the store holds for ``name`` when the session has none (asked once per
+        workflow), added to ``out`` to map with: what earlier sessions registered is kept."""
+        if name in self._asked:
+            return self._adopted.get(name)
+        self._asked.add(name)
+        held = self._stored_spec(name)
+        if held is not None:
+            self._adopted[name] = held
+            out.append((held, False))
+        return held
 
     def _stored_spec(self, name: str) -> Spec | None:
         if self._stored_specs is None or name not in self._stored_specs:
