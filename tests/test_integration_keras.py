@@ -256,8 +256,8 @@ def test_an_unreachable_sink_never_stops_training(tmp_path: Path) -> None:
     assert any((tmp_path / "spool").rglob("*")), "undelivered events wait in the spool"
 
 
-class _BrokenTask:
-    def generate(self, values: Any) -> None:
+class _BrokenLog:
+    def end(self, values: Any) -> bool:
         raise LookupError("a task that cannot record")
 
 
@@ -265,7 +265,7 @@ def test_a_hook_that_fails_inside_never_raises(caplog: pytest.LogCaptureFixture)
     callback = ProvenanceCallback(sink="memory:", workflow=WORKFLOW, batches="every")
     assert callback.batches == "full"
     assert callback.on_epoch_begin(0) is None  # no fit began: nothing to record
-    callback._batch = _BrokenTask()  # type: ignore[assignment]
+    callback._batches = _BrokenLog()  # type: ignore[assignment]
     # (a failure is logged once per hook name and exception type in the process: one no
     # other test raises, so this one is logged here)
     assert callback.on_train_batch_end(0, logs={"loss": 1.0}) is None

@@ -27,6 +27,8 @@ from provkg.wire import ROLES
 __all__ = ["Roled", "RoleValue", "datasets", "flat_items", "hyperparameters", "is_config",
            "measures", "models", "with_role"]
 
+#: values kept as they are: nothing in them to flatten
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 #: nesting deeper than this is kept as the value it is (and refused there if it is no value)
 _MAX_CONFIG_DEPTH = 16
 
@@ -40,7 +42,10 @@ class Roled(dict[str, Any]):
         super().__init__()
         self.role = role if role in ROLES else "plain"
         for source in (values, named):
-            if source is not None:
+            if type(source) is dict and _SCALARS.issuperset(map(type, source.values())) and \
+                    all(type(k) is str for k in source):
+                self.update(source)  # the per-batch path: flat already
+            elif source is not None:
                 for name, value in flat_items(source):
                     self[name] = value
 

@@ -67,6 +67,16 @@ def reset_current(token: Any) -> None:
         pass
 
 
+def _at(at: float | None) -> float:
+    """``at`` when it is a finite time in seconds, else now (a bad one is logged, not raised)."""
+    if at is None:
+        return _now()
+    if type(at) in (float, int) and 0 <= at < 1e11:
+        return float(at)
+    report_once(("task-at", type(at)), f"a task time must be seconds since the epoch, got {at!r}; now is used")
+    return _now()
+
+
 class Task:
     """One execution of a transformation. Create it with ``Workflow.task(...)``."""
 
@@ -108,8 +118,11 @@ class Task:
         state["_token"] = None
         return None, state
 
-    def begin(self) -> Task:
-        """Record the task's start and the values used so far; idempotent."""
+    def begin(self, *, at: float | None = None) -> Task:
+        """Record the task's start and the values used so far; idempotent.
+
+        ``at``: when it began (``time.time()`` seconds), for a task recorded after the fact
+        (the callbacks record a run of batches at once); default now."""
         if self._state is not _CREATED:
             return self
         self._state = _BEGUN
@@ -118,7 +131,7 @@ class Task:
             if not wf._began:
                 wf.begin()
             event: dict[str, Any] = {"type": "task", "event": "begin", "id": self.id,
-                                     "time": _now(), "workflow_id": wf.id,
+                                     "time": _at(at), "workflow_id": wf.id,
                                      "transformation": self.transformation}
             if type(self.transformation) is not str or not 0 < len(self.transformation) <= MAX_NAME:
                 event["transformation"] = self.transformation = fit_name(self.transformation,
@@ -154,13 +167,15 @@ class Task:
             report_once(("task-begin", type(exc)), f"recording a task begin failed: {exc!r}")
         return self
 
-    def end(self, status: str = "finished", message: str | None = None) -> None:
-        """Record the task's end with the values generated (and used after ``begin``); idempotent."""
+    def end(self, status: str = "finished", message: str | None = None, *, at: float | None = None) -> None:
+        """Record the task's end with the values generated (and used after ``begin``); idempotent.
+
+        ``at``: when it ended (``time.time()`` seconds; see :meth:`begin`); default now."""
         if self._state is _ENDED:
             return
         try:
             if self._state is _CREATED:
-                self.begin()
+                self.begin(at=at)
             self._state = _ENDED
             self._begun_used = None
             wf = self.workflow
@@ -171,7 +186,7 @@ class Task:
             message = None if message is None else message_text(message)
             status = self.status
             event: dict[str, Any] = {"type": "task", "event": "end", "id": self.id,
-                                     "time": self._left_at or _now(), "workflow_id": wf.id,
+                                     "time": self._left_at or _at(at), "workflow_id": wf.id,
                                      "transformation": self.transformation, "status": self.status,
                                      "used": self._used, "generated": self._generated}
             if message is not None:

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -32,7 +33,7 @@ from typing import Any, TypeVar, cast
 from provkg import capture
 from provkg.capture.roles import flat_items
 
-__all__ = ["BATCHES", "FILE_ATTRIBUTES", "WORKFLOW_OPTIONS", "LearningRates",
+__all__ = ["BATCHES", "FILE_ATTRIBUTES", "FLUSH_EVERY", "WORKFLOW_OPTIONS", "BatchLog", "LearningRates",
            "callback_options", "LrChange", "dataset_values", "environment",
            "guarded", "loader_datasets", "loader_settings", "loaders", "numbers", "plain",
            "record_adaptation", "report_once", "run_label", "settings"]
@@ -147,7 +148,14 @@ def numbers(metrics: Mapping[str, Any], names: Iterable[str] | None = None) -> d
     for name, value in metrics.items():
         if not isinstance(name, str) or (wanted is not None and name not in wanted):
             continue
-        number = plain(value)
+        kind = type(value)
+        if kind is float or kind is int:
+            out[name] = float(value)
+            continue
+        if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+            number = value.item()  # a 0-d tensor or a numpy scalar: the per-batch path
+        else:
+            number = plain(value)
         if isinstance(number, (int, float)) and not isinstance(number, bool):
             out[name] = float(number)
     return out
@@ -326,3 +334,68 @@ def callback_options(batches: str, capture_options: dict[str, Any]) -> tuple[str
         report_once(("options", tuple(unknown)), "ProvenanceCallback: capture.workflow takes "
                     f"no {', '.join(unknown)}; ignored")
     return batches, {k: v for k, v in capture_options.items() if k in WORKFLOW_OPTIONS}
+
+
+#: batches a :class:`BatchLog` holds before it records them: bounds its memory and how late
+#: a batch reaches the sink (an epoch's end records the rest at once)
+FLUSH_EVERY = 64
+
+
+class BatchLog:
+    """The batches of an epoch, recorded as ``section`` tasks in bulk.
+
+    A batch costs the training loop a clock read and an append: its values stay as logged
+    (a tensor is read out when recorded, so there is no device sync per batch) and its
+    section is recorded with the times it began and ended when :meth:`end` says the log is
+    full (:data:`FLUSH_EVERY`), at the epoch's end (:meth:`flush`), or when the run stops
+    (:meth:`stop`: the batch still running is recorded with the run's status)."""
+
+    __slots__ = ("name", "granularity", "_began", "_done")
+
+    def __init__(self, name: str = "batch", granularity: str = "full") -> None:
+        self.name, self.granularity = name, granularity
+        self._began: tuple[int | None, float] | None = None
+        self._done: list[tuple[int | None, float, float, Any]] = []
+
+    def begin(self, index: int | None = None) -> None:
+        """A batch begins now (a batch begun before and not ended is recorded as ended now)."""
+        now = time.time()
+        if self._began is not None:
+            self._done.append((*self._began, now, None))
+        self._began = (index, now)
+
+    def end(self, values: Any = None, index: int | None = None) -> bool:
+        """The batch begun last ends now, with ``values`` (measures: a mapping of name:
+        number or tensor, read at the flush; or a list of role mappings to generate as they
+        are); True when the log is full and should be flushed. A batch never begun is left
+        out."""
+        began, self._began = self._began, None
+        if began is None:
+            return False
+        self._done.append((began[0] if index is None else index, began[1], time.time(), values))
+        return len(self._done) >= FLUSH_EVERY
+
+    def flush(self, wf: capture.Workflow | None, parent: capture.Task | None) -> None:
+        """Record the ended batches as sections of ``parent`` (nothing without a run)."""
+        done, self._done = self._done, []
+        if wf is None or parent is None:
+            return
+        for index, began, ended, values in done:
+            task = wf.task(self.name, kind="section", parent=parent, index=index,
+                           granularity=self.granularity).begin(at=began)
+            if isinstance(values, list):  # values with their roles, as generated
+                for part in values:
+                    task.generate(part)
+            elif values:
+                task.generate(capture.measures(numbers(values)))
+            task.end(at=ended)
+
+    def stop(self, wf: capture.Workflow | None, parent: capture.Task | None, status: str,
+             message: str | None) -> None:
+        """Record what is held; the batch still running ends now with ``status``."""
+        running, self._began = self._began, None
+        self.flush(wf, parent)
+        if running is not None and wf is not None and parent is not None:
+            task = wf.task(self.name, kind="section", parent=parent, index=running[0],
+                           granularity=self.granularity).begin(at=running[1])
+            task.end(status, message)

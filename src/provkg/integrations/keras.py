@@ -49,6 +49,7 @@ import keras
 from provkg import capture
 from provkg.integrations._common import (
     BATCHES,
+    BatchLog,
     LearningRates,
     callback_options,
     environment,
@@ -104,7 +105,7 @@ class ProvenanceCallback(keras.callbacks.Callback):
         self._epoch_index = 0
         self._last_logs: dict[str, Any] = {}  # the last ended epoch's logs ({}: none ended yet)
         self._first_batch = False  # the epoch's first batch is still to come
-        self._batch: capture.Task | None = None
+        self._batches = BatchLog(granularity=self.batches)
         self._check: capture.Task | None = None  # the open validation / evaluation
         self._validated: set[int] = set()  # epochs whose validation is recorded
         self._callbacks: list[Any] = []  # the fit's callbacks (Keras's CallbackList's)
@@ -144,10 +145,12 @@ class ProvenanceCallback(keras.callbacks.Callback):
         return tags, values
 
     def _end_run(self, status: str = "finished", message: str | None = None) -> None:
-        for task in (self._batch, self._epoch, self._check, self._training):
+        stopped = message or "Keras stopped while this task was open"
+        self._batches.stop(self._wf, self._epoch, status, stopped)
+        for task in (self._epoch, self._check, self._training):
             if task is not None:
-                task.end(status, message or "Keras stopped while this task was open")
-        self._batch = self._epoch = self._check = self._training = None
+                task.end(status, stopped)
+        self._epoch = self._check = self._training = None
         wf, self._wf = self._wf, None
         if wf is not None:
             wf.end(status, message)
@@ -202,21 +205,18 @@ class ProvenanceCallback(keras.callbacks.Callback):
             self._first_batch = False
             self._note_learning_rate()
         if self.batches != "none":
-            self._batch = self._wf.task("batch", kind="section", parent=self._epoch, index=batch,
-                                        granularity=self.batches).begin()
+            self._batches.begin(batch)
 
     @guarded
     def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
-        batch_task, self._batch = self._batch, None
-        if batch_task is not None:
-            batch_task.generate(capture.measures(_measures(logs)))
-            batch_task.end()
+        # the logs as they are (read when the batch is recorded): no device sync per batch
+        held = {k: v for k, v in (logs or {}).items() if k not in _NOT_MEASURES}
+        if self._batches.end(held):
+            self._batches.flush(self._wf, self._epoch)
 
     @guarded
     def on_epoch_end(self, epoch: int, logs: Mapping[str, Any] | None = None) -> None:
-        if self._batch is not None:
-            self._batch.end()
-            self._batch = None
+        self._batches.stop(self._wf, self._epoch, "finished", None)
         logs = dict(logs or {})
         self._last_logs = logs
         validation = {k: v for k, v in _measures(logs).items() if k.startswith("val_")}

@@ -38,6 +38,7 @@ from lightning.pytorch.callbacks import Callback
 from provkg import capture
 from provkg.integrations._common import (
     BATCHES,
+    BatchLog,
     LearningRates,
     callback_options,
     environment,
@@ -92,7 +93,7 @@ class ProvenanceCallback(Callback):
         self._training: capture.Task | None = None
         self._training_id: str | None = None  # the last fit's, for later test / validate runs
         self._epoch: capture.Task | None = None
-        self._batch: capture.Task | None = None
+        self._batches = BatchLog(granularity=self.batches)
         self._check: capture.Task | None = None  # the open validation / evaluation
         self._check_before: dict[str, float] = {}
         self._check_logged: set[str] = set()
@@ -144,10 +145,12 @@ class ProvenanceCallback(Callback):
         return environment("lightning", versions, device, **more)
 
     def _end_run(self, status: str = "finished", message: str | None = None) -> None:
-        for task in (self._batch, self._epoch, self._check, self._training):
+        stopped = message or "the trainer stopped while this task was open"
+        self._batches.stop(self._wf, self._epoch, status, stopped)
+        for task in (self._epoch, self._check, self._training):
             if task is not None:
-                task.end(status, message or "the trainer stopped while this task was open")
-        self._batch = self._epoch = self._check = self._training = None
+                task.end(status, stopped)
+        self._epoch = self._check = self._training = None
         wf, self._wf = self._wf, None
         if wf is not None:
             wf.end(status, message)
@@ -203,29 +206,25 @@ class ProvenanceCallback(Callback):
 
     @guarded
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        if self._wf is None or self._epoch is None or self.batches == "none":
-            return
-        self._batch = self._wf.task("batch", kind="section", parent=self._epoch, index=batch_idx,
-                                    granularity=self.batches).begin()
+        if self._epoch is not None and self.batches != "none":
+            self._batches.begin(batch_idx)
 
     @guarded
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        step = self._step_metrics(trainer)
-        batch_task, self._batch = self._batch, None
-        if batch_task is None:
+        step = self._step_values(trainer)
+        if self._epoch is None or self.batches == "none":
             return
         loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
         if "loss" not in step and loss is not None:
-            step.update(numbers({"loss": loss}))
-        batch_task.generate(capture.measures(step))
-        batch_task.end()
+            detach = getattr(loss, "detach", None)  # holding the graph would hold its memory
+            step["loss"] = detach() if callable(detach) else loss
+        if self._batches.end(step):
+            self._batches.flush(self._wf, self._epoch)
 
     @guarded
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        if self._batch is not None:
-            self._batch.end()
-            self._batch = None
+        self._batches.stop(self._wf, self._epoch, "finished", None)
         epoch, self._epoch = self._epoch, None
         if epoch is None:
             return
@@ -340,16 +339,25 @@ class ProvenanceCallback(Callback):
             values["learning_rate"] = plain(first.get("initial_lr", first.get("lr")))
         return values
 
-    def _step_metrics(self, trainer: Any) -> dict[str, float]:
-        """The metrics the current training step logged (one name per metric: ``x``, not
-        also ``x_step``); notes those logged on_step only."""
-        try:
-            step = trainer._results.metrics(on_step=True)["callback"]  # this step's, by fx
+    def _step_values(self, trainer: Any) -> dict[str, Any]:
+        """The values the current training step logged, by name, unread (tensors: read when
+        the batch is recorded); notes the names logged on_step only (no epoch measure)."""
+        try:  # each logged result's step value, as Lightning's own metrics(on_step=True)
+            out: dict[str, Any] = {}
+            # the training loop's results (what trainer._results finds, walking the loops)
+            results = getattr(getattr(trainer.fit_loop, "epoch_loop", None), "_results", None)
+            for _, result in (results if results is not None else trainer._results).valid_items():
+                meta, value = result.meta, result._forward_cache
+                if meta.on_step and value is not None and isinstance(meta.name, str):
+                    out[meta.name] = value
+                    if not meta.on_epoch:
+                        self._step_only.add(meta.name)
+            return out
         except Exception:  # another Lightning: the step-suffixed callback metrics
             step = {k[:-5]: v for k, v in trainer.callback_metrics.items() if k.endswith("_step")}
-        values = without_step_twins(numbers(step))
-        self._step_only.update(k for k in values if f"{k}_step" not in step)
-        return values
+            values = without_step_twins(numbers(step))
+            self._step_only.update(k for k in values if f"{k}_step" not in step)
+            return values
 
     def _epoch_metrics(self, trainer: Any) -> dict[str, float]:
         values = without_step_twins(numbers(trainer.callback_metrics))

@@ -30,6 +30,7 @@ from typing import Any
 
 from provkg import capture
 from provkg.integrations._common import (
+    BatchLog,
     LearningRates,
     LrChange,
     guarded,
@@ -207,6 +208,7 @@ class TrainingRecorder:
         self.estimator = estimator
         self.epochs = 0  #: epochs ended so far (the index of the next one)
         self._batches = callback.batches
+        self._batch_log = BatchLog(granularity=self._batches)
         self._model_path = model_path
         self._run: Any = None
         self._training: Any = None
@@ -246,13 +248,13 @@ class TrainingRecorder:
         """``estimator.partial_fit(X, y, **fit_params)``, recorded as a batch of the current
         epoch (per ``batches``); returns what it returns."""
         epoch = self._current_epoch()
-        batch = self._begin_batch(epoch)
+        self._begin_batch(epoch)
         try:
             result = self.estimator.partial_fit(X, y, **fit_params)
         except BaseException as exc:
-            _end(batch, exc)
+            self._stop_batches(exc)
             raise
-        self._end_batch(batch, X)
+        self._end_batch(X)
         return result
 
     @guarded
@@ -266,6 +268,7 @@ class TrainingRecorder:
         if metrics:
             epoch.generate(capture.measures(metrics))
             self._last.update(metrics)
+        self._batch_log.stop(self._run, epoch, "finished", None)
         epoch.end()
         self._epoch = None
         self.epochs += 1
@@ -306,22 +309,23 @@ class TrainingRecorder:
         self._batch_index = 0
 
     @guarded
-    def _begin_batch(self, epoch: Any) -> Any:
+    def _begin_batch(self, epoch: Any) -> None:
         if epoch is None or self._batches == "none":
-            return None
-        batch = self._run.task("batch", parent=epoch, index=self._batch_index,
-                               granularity=self._batches)
+            return
+        self._batch_log.begin(self._batch_index)
         self._batch_index += 1
-        return batch.begin()
 
     @guarded
-    def _end_batch(self, batch: Any, X: Any) -> None:
-        if batch is None:
-            return
+    def _end_batch(self, X: Any) -> None:
         samples = shape(X)
-        if samples:
-            batch.generate(capture.with_role("plain", samples=samples[0]))
-        batch.end()
+        values = [capture.with_role("plain", samples=samples[0])] if samples else None
+        if self._batch_log.end(values):
+            self._batch_log.flush(self._run, self._epoch)
+
+    @guarded
+    def _stop_batches(self, exc: BaseException) -> None:
+        """The batch that raised ends ``failed`` (those before it as they ended)."""
+        self._batch_log.stop(self._run, self._epoch, "failed", f"{type(exc).__name__}: {exc}")
 
     def _close(self, exc: BaseException | None) -> None:
         """End the open epoch, the training and the run (the run whatever else failed)."""
@@ -336,6 +340,7 @@ class TrainingRecorder:
             if exc is None:
                 self.epoch()
             else:
+                self._stop_batches(exc)
                 _end(self._epoch, exc)
         training = self._training
         if training is not None:

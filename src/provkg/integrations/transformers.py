@@ -50,6 +50,7 @@ from provkg import capture
 from provkg.integrations._common import (
     BATCHES,
     FILE_ATTRIBUTES,
+    BatchLog,
     LearningRates,
     callback_options,
     dataset_values,
@@ -113,7 +114,8 @@ class ProvenanceCallback(TrainerCallback):
         self._epoch_lr_seen = False  # the open epoch's first learning rate was compared
         self._last_epoch: dict[str, float] = {}
         self._summary: dict[str, float] = {}  # the trainer's closing log (train_loss, ...)
-        self._step: capture.Task | None = None
+        self._batches = BatchLog("step", granularity=self.batches)
+        self._step_values: list[Any] | None = None  # the open step's, as on_log gives them
         self._check: capture.Task | None = None  # the open validation
         self._checkpoints: list[str] = []  # the folders on_save wrote, in order
         self._lrs = LearningRates()
@@ -146,10 +148,13 @@ class ProvenanceCallback(TrainerCallback):
         return wf
 
     def _end_run(self, status: str = "finished", message: str | None = None) -> None:
-        for task in (self._step, self._epoch, self._check, self._training):
+        stopped = message or "the trainer stopped while this task was open"
+        self._step_values = None  # a step still open ends with the run's status
+        self._batches.stop(self._wf, self._epoch, status, stopped)
+        for task in (self._epoch, self._check, self._training):
             if task is not None:
-                task.end(status, message or "the trainer stopped while this task was open")
-        self._step = self._epoch = self._check = self._training = None
+                task.end(status, stopped)
+        self._epoch = self._check = self._training = None
         wf, self._wf = self._wf, None
         if wf is not None:
             wf.end(status, message)
@@ -191,9 +196,8 @@ class ProvenanceCallback(TrainerCallback):
         if self._wf is None or self._epoch is None or self.batches == "none":
             return
         self._end_step()
-        self._step = self._wf.task("step", kind="section", parent=self._epoch,
-                                   index=state.global_step - self._epoch_first_step,
-                                   granularity=self.batches).begin()
+        self._batches.begin(state.global_step - self._epoch_first_step)
+        self._step_values = []
 
     @guarded
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
@@ -218,14 +222,15 @@ class ProvenanceCallback(TrainerCallback):
             for change in self._lrs.changes({(0, 0): lr}):
                 record_adaptation(self._wf, self._training, self._epoch_index, change, technique,
                                   several=False)
-        if self._step is not None:
-            self._step.generate(capture.measures(found))
+        if self._step_values is not None:
+            self._step_values.append(capture.measures(found))
             if lr is not None:
-                self._step.generate(capture.hyperparameters(learning_rate=lr))
+                self._step_values.append(capture.hyperparameters(learning_rate=lr))
 
     @guarded
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._end_step()
+        self._batches.flush(self._wf, self._epoch)
         epoch, self._epoch = self._epoch, None
         if epoch is None:
             return
@@ -258,9 +263,10 @@ class ProvenanceCallback(TrainerCallback):
         self._end_run()
 
     def _end_step(self) -> None:
-        step, self._step = self._step, None
-        if step is not None:
-            step.end()
+        """The open step ends now (recorded with its epoch's next batch of steps)."""
+        values, self._step_values = self._step_values, None
+        if values is not None and self._batches.end(values):
+            self._batches.flush(self._wf, self._epoch)
 
     # -- evaluations -------------------------------------------------------------------
 
