@@ -262,7 +262,7 @@ def test_sparql_forms_and_formats(server: ApiServer) -> None:
 def test_row_cap_is_an_error_not_a_silent_cut(server: ApiServer) -> None:
     response = server.http.get("/v1/sparql", params={"query": "SELECT ?n { VALUES ?n { " +
                                                      " ".join(map(str, range(51))) + " } }"})
-    assert response.status_code == 400 and "more than 50 rows" in response.json()["detail"]
+    assert response.status_code == 422 and "more than 50 rows" in response.json()["detail"]
     # one code for the SPARQL endpoint and the canned queries (bad_parameter / bad_request)
     assert response.json()["error"] == "too_many_rows"
     assert len(select(server, "SELECT ?n { VALUES ?n { " + " ".join(map(str, range(50))) + " } }")) == 50

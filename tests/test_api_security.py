@@ -373,10 +373,11 @@ def test_spec_errors_never_echo_what_was_sent(server: ApiServer, unchanged: None
 
 
 def test_sparql_protocol_misuse(server: ApiServer) -> None:
-    assert_clear_4xx(server.http.get("/v1/sparql"), status=400, mentions="query")
+    assert_clear_4xx(server.http.get("/v1/sparql", params={"default-graph-uri": "http://x/g"}),
+                     status=400, mentions="query")  # graphs but no query: not a service description
     assert_clear_4xx(server.http.get("/v1/sparql", params=[("query", "ASK{}"), ("query", "ASK{}")]))
     assert_clear_4xx(server.http.get("/v1/sparql",
-                               params={"query": "ASK{}", "default-graph-uri": "http://x/g"}))
+                               params={"query": "ASK{}", "default-graph-uri": "not an iri"}))
     assert_clear_4xx(server.http.post("/v1/sparql", content=b"ASK{}",
                                 headers={"Content-Type": "text/plain"}), status=415)
     assert_clear_4xx(server.http.post("/v1/sparql", content=b"query=%FF%FE",

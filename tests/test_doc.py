@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import os
 import pkgutil
 
 import pytest
 
 import provkg
+
+# provkg.integrations.keras imports Keras, whose default backend (TensorFlow) is not what the
+# test environment installs: torch is, as for tests/test_integration_keras.py
+os.environ.setdefault("KERAS_BACKEND", "torch")
 
 # modules whose import starts or needs something a doctest should not (servers, the demo's data)
 _SKIP_PREFIXES = ("provkg.demo", "provkg.bench", "provkg.api.sparql_worker")

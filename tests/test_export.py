@@ -59,9 +59,9 @@ def test_export_of_one_graph_and_wrong_names(source, tmp_path: Path, capsys) -> 
     kg = tmp_path / "kg.nt"
     assert main(["export", str(kg), "--graph", KG_GRAPH, "--store", url]) == 0
     assert len(kg.read_text().splitlines()) == len(set(lc.kg))
-    assert main(["export", str(tmp_path / "all.ttl"), "--store", url]) == 1
-    assert "export writes N-Quads (.nq or .nq.gz)" in capsys.readouterr().err
-    assert not (tmp_path / "all.ttl").exists()
+    assert main(["export", str(tmp_path / "all.csv"), "--store", url]) == 1
+    assert "the name says no export format" in capsys.readouterr().err
+    assert not (tmp_path / "all.csv").exists()
     assert main(["export", str(tmp_path / "x.nq"), "--store", f"oxigraph:{tmp_path / 'none'}"]) == 1
     assert "no store in" in capsys.readouterr().err
 

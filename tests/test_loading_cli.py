@@ -9,7 +9,7 @@ import pyoxigraph
 import pytest
 
 from provkg.cli import main
-from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
+from provkg.ontology import all_ontology_paths, import_graphs, ontology_iri, ontology_names
 from provkg.store import open_store
 from provkg.testing import OxigraphServer, VirtuosoServer
 
@@ -19,11 +19,13 @@ def _triples_in(path: Path) -> int:
 
 
 def _expected_ontologies() -> dict[str, int]:
-    return {ontology_iri(n): _triples_in(p) for n, p in zip(ontology_names(), all_ontology_paths())}
+    """provkg's ontologies and the ones they import (PROV-O, ML Schema), each in its graph."""
+    ours = {ontology_iri(n): _triples_in(p) for n, p in zip(ontology_names(), all_ontology_paths())}
+    return {**ours, **{graph: _triples_in(p) for graph, p in import_graphs().items()}}
 
 
 def _check_init_output(out: str) -> None:
-    for path in all_ontology_paths():
+    for path in [*all_ontology_paths(), *import_graphs().values()]:
         assert path.name in out
     for graph, n in _expected_ontologies().items():
         assert graph in out and f"{n:,} triples" in out

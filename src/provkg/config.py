@@ -24,6 +24,8 @@ __all__ = ["Settings", "get_settings", "BadSetting", "DEFAULT_STORE", "INGEST_SC
 
 
 _Positive = Annotated[int, Field(gt=0)]
+#: a browser origin as the Origin header sends it (RFC 6454), or "*" (any)
+_ORIGIN = r"^(\*|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s]+)$"
 
 
 class BadSetting(ProvkgError):
@@ -47,6 +49,8 @@ class Settings(BaseSettings):
     query_timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 30.0
     max_rows: _Positive = 100_000
     allowed_service_endpoints: list[str] = []
+    #: browser origins allowed to read the API (CORS); none by default
+    cors_origins: list[Annotated[str, Field(pattern=_ORIGIN)]] = []
     # ingest queue and worker (provkg serve / provkg listen)
     #: mapping of ingested events and canned queries
     ingest_schema: Literal["typed", "tagged", "sprov"] = "typed"
@@ -97,11 +101,11 @@ def get_settings(**overrides: object) -> Settings:
     except SettingsError as exc:  # a list setting whose variable is not JSON
         name = next((n for n in _LIST_SETTINGS if n not in given
                      and not _is_json(os.environ.get(f"PROVKG_{n.upper()}"))), "")
-        raise BadSetting(f"PROVKG_{name.upper()}: {_LIST}" if name else str(exc)) from None
+        raise BadSetting(f"PROVKG_{name.upper()}: {_LIST_MESSAGES[name]}" if name else str(exc)) from None
 
 
 #: the settings read from their variable as JSON lists
-_LIST_SETTINGS = ("allowed_service_endpoints",)
+_LIST_SETTINGS = ("allowed_service_endpoints", "cors_origins")
 
 
 def _is_json(text: str | None) -> bool:
@@ -143,8 +147,8 @@ def _bad_setting(exc: ValidationError, given: dict[str, object]) -> BadSetting:
         where = _FLAGS[name] if name in _FLAGS and name in given else env
         if name == "ingest_schema":
             message = f"must be one of {', '.join(INGEST_SCHEMAS)}"
-        elif name == "allowed_service_endpoints":
-            message = _LIST
+        elif name in _LIST_SETTINGS:
+            message = _LIST_MESSAGES[name]
         else:
             message = describe(err)
         problems.append(f"{where}: {message}")
@@ -152,3 +156,6 @@ def _bad_setting(exc: ValidationError, given: dict[str, object]) -> BadSetting:
 
 
 _LIST = 'must be a JSON list of endpoint URLs, e.g. ["https://example.org/sparql"]'
+_LIST_MESSAGES = {"allowed_service_endpoints": _LIST, "cors_origins": (
+    'must be a JSON list of origins (scheme://host[:port], no path) or "*", e.g. '
+    '["https://yasgui.triply.cc"]')}

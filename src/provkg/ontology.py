@@ -42,6 +42,7 @@ __all__ = [
     "ONTOLOGY_FORMATS",
     "all_ontology_paths",
     "import_paths",
+    "import_graphs",
     "ontology_iri",
     "find_ontology_dir",
     "load_owlready_world",
@@ -69,7 +70,7 @@ _IMPORTS: dict[str, str] = {
 _ONTOLOGY_IRIS: dict[str, str] = {
     "provlake": "https://w3id.org/provkg/provlake",
     "prov-ml": "https://w3id.org/provkg/provml",
-    "s-prov": "https://raw.githubusercontent.com/KNMI/s-provenance/master/resources/s-prov.owl",
+    "s-prov": "https://w3id.org/provkg/s-prov",  # provkg's edition; terms keep S-PROV's namespace
     "seismic": "https://w3id.org/provkg/seismic",
     "provkg": "https://w3id.org/provkg/ns",
 }
@@ -182,6 +183,16 @@ def import_paths() -> list[Path]:
     """Paths of the local copies of the ontologies ours import (PROV-O, MLS)."""
     folder = _ontology_dir() / "imports"
     return [folder / f for f in dict.fromkeys(_IMPORTS.values())]
+
+
+def import_graphs() -> dict[str, Path]:
+    """Graph IRI (the ontology's IRI) -> local copy, for each ontology ours import
+    (PROV-O, ML Schema): what ``provkg init`` loads next to ours."""
+    folder = _ontology_dir() / "imports"
+    first_iri: dict[str, str] = {}  # per file, the first IRI it answers for
+    for iri, f in _IMPORTS.items():
+        first_iri.setdefault(f, iri)
+    return {iri: folder / f for f, iri in first_iri.items()}
 
 
 def load_owlready_world(extra_paths: Iterable[Path | str] = ()) -> owlready2.World:

@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
 
     >>> app = create_app(get_settings(store="memory:", queue_dir="/tmp/provkg-doctest-queue"))
     >>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/"))[:3]
-    ['/v1/events', '/v1/ontologies', '/v1/ontologies/{name}']
+    ['/v1/events', '/v1/export', '/v1/ontologies']
     """
     settings = settings or (service.settings if service is not None else get_settings())
     opened: list[Service] = [service] if service is not None else []  # used by the first start
@@ -122,13 +122,22 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
                 "events, ask canned lifecycle questions, run read-only SPARQL.",
         lifespan=lifespan,
     )
-    from provkg.api.routes import events, health, ontologies, queries, sparql, specs
+    from provkg.api.routes import events, export, health, ontologies, queries, resources, sparql, specs, void
 
-    for module in (events, specs, queries, sparql, ontologies, health):
+    for module in (events, specs, queries, sparql, void, export, ontologies, health, resources):
         app.include_router(module.router)
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(_HeadAsGet)
+    if settings.cors_origins:  # off by default; preflights answered before any route
+        from starlette.middleware.cors import CORSMiddleware
+
+        from provkg.api.render import NOTE_HEADER
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                           allow_methods=["GET", "HEAD", "POST"],
+                           allow_headers=["Authorization", "Content-Encoding"],
+                           expose_headers=[NOTE_HEADER])
     if _is_loopback(settings.host):
         app.add_middleware(_LoopbackOnly)
     return app

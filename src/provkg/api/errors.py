@@ -65,7 +65,7 @@ _STATUS: list[tuple[type[ProvkgError], int]] = [
     (UnsupportedMediaType, 415),
     (NotAcceptable, 406),
     (ReadOnlyQuery, 400),
-    (TooManyRows, 400),
+    (TooManyRows, 422),
     (BadRequest, 400),
     (BadEvent, 422),
     (BadSpec, 422),

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import orjson
 
 from provkg.api.errors import TooManyRows
+from provkg.api.sparql_dataset import ProtocolDataset, with_dataset
+from provkg.api.sparql_worker import too_many_rows_message
 from provkg.errors import QuerySyntaxError, QueryTimeout, StoreError
 from provkg.store.base import Rows, Store
 
@@ -132,9 +134,12 @@ class SparqlRunner:
         (an embedded store's worker process); else the caller runs the guard first."""
         return self._directory is not None
 
-    def run(self, text: str, form: str, *, guard: tuple[str, ...] | None = None) -> SparqlAnswer:
+    def run(self, text: str, form: str, *, guard: tuple[str, ...] | None = None,
+            dataset: ProtocolDataset | None = None) -> SparqlAnswer:
         """Run a query the guard accepted, or (``guard``: the allowed SERVICE endpoints;
-        see :attr:`guards_in_worker`) one the worker is to guard first.
+        see :attr:`guards_in_worker`) one the worker is to guard first. ``dataset``: the
+        graphs the request named (the Protocol's ``default-graph-uri`` / ``named-graph-uri``),
+        the query's dataset in place of its own.
 
         Raises:
             QueryTimeout: past the timeout (the work is stopped on an embedded store).
@@ -143,7 +148,9 @@ class SparqlRunner:
             TooManyRows: the answer has more than ``max_rows`` rows.
         """
         if self._directory is not None:
-            return self._run_subprocess(text, form, guard)
+            return self._run_subprocess(text, form, guard, dataset)
+        if dataset:
+            text = with_dataset(text, dataset)
         future = self._threads.submit(self._run_in_process, text, form)
         try:
             return future.result(self._timeout)
@@ -160,7 +167,8 @@ class SparqlRunner:
 
     # -- embedded store: subprocess ------------------------------------------
 
-    def _run_subprocess(self, text: str, form: str, guard: tuple[str, ...] | None = None) -> SparqlAnswer:
+    def _run_subprocess(self, text: str, form: str, guard: tuple[str, ...] | None = None,
+                        dataset: ProtocolDataset | None = None) -> SparqlAnswer:
         try:
             worker = self._idle.get(timeout=self._timeout)
         except queue.Empty:
@@ -172,6 +180,9 @@ class SparqlRunner:
                                           "max_rows": self._max_rows}
             if guard is not None:
                 request.update(guard=list(guard), form=form)
+            if dataset:
+                request.update(default_graphs=list(dataset.default_graphs),
+                               named_graphs=list(dataset.named_graphs))
             reply = worker.ask(request, timeout=self._timeout)
         except TimeoutError:
             self._retire(worker)
@@ -227,12 +238,11 @@ class SparqlRunner:
         if form == "select":
             rows = self._store.select_terms(text, timeout=self._timeout)
             if len(rows.rows) > self._max_rows:
-                raise TooManyRows(f"the result has more than {self._max_rows} rows (the "
-                                   "server's max_rows); add LIMIT or narrow the query")
+                raise TooManyRows(too_many_rows_message(self._max_rows))
             return SparqlAnswer(form, rows=rows, columns=rows.columns)
         if form == "ask":
             return SparqlAnswer(form, boolean=self._store.ask(text))
         triples = self._store.construct(text)
         if len(triples) > self._max_rows:
-            raise TooManyRows(f"the result has more than {self._max_rows} triples; narrow the query")
+            raise TooManyRows(too_many_rows_message(self._max_rows))
         return SparqlAnswer(form, ntriples="".join(f"{s} {p} {o} .\n" for s, p, o in triples))

@@ -6,12 +6,16 @@ directory with ``Store.read_only`` (it sees everything written so far, and the
 RocksDB lock held by the serving process does not apply), runs one query, and
 answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
 
-    -> {"path": DIR, "query": TEXT, "max_rows": N[, "guard": [ALLOWED SERVICE IRIs], "form": F]}
+    -> {"path": DIR, "query": TEXT, "max_rows": N[, "guard": [ALLOWED SERVICE IRIs], "form": F]
+        [, "default_graphs": [IRI, ...], "named_graphs": [IRI, ...]]}
     <- {"kind": "select", "columns": [...], "rows": [[TERM | null, ...]]}
      | {"kind": "ask", "boolean": true}
      | {"kind": "triples", "ntriples": "..."}
      | {"error": "query_syntax" | "read_only" | "too_many_rows" | "store_error", "message": "..."}
 
+With ``default_graphs`` / ``named_graphs`` (the SPARQL Protocol's ``default-graph-uri`` /
+``named-graph-uri``, both given, either may be empty) they are the query's dataset, in place of
+its own ``FROM`` / ``FROM NAMED`` and of the union of all graphs.
 With ``guard`` the read-only guard runs here first (inside the time limit). Before the first
 request the worker writes ``{"ready": true}`` once its parsers are loaded: the time limit of a
 query starts there, not while a fresh worker starts (seconds on a busy machine).
@@ -36,7 +40,7 @@ from provkg.store.base import syntax_error
 from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
 from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
 
-__all__ = ["answer", "main"]
+__all__ = ["answer", "main", "too_many_rows_message"]
 
 
 #: a read-only RocksDB instance can race the writer's compaction (a table file listed in the
@@ -82,7 +86,11 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
     try:
         store = ox.Store.read_only(request["path"])
         text = request["query"]
-        result = store.query(text, use_default_graph_as_union=union_default_graph(store, text))
+        if "default_graphs" in request:
+            result = store.query(text, default_graph=[ox.NamedNode(g) for g in request["default_graphs"]],
+                                 named_graphs=[ox.NamedNode(g) for g in request["named_graphs"]])
+        else:
+            result = store.query(text, use_default_graph_as_union=union_default_graph(store, text))
         if isinstance(result, ox.QueryBoolean):
             return {"kind": "ask", "boolean": bool(result)}
         if isinstance(result, ox.QuerySolutions):
@@ -106,8 +114,13 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
 
 def _too_many(max_rows: int) -> dict[str, Any]:
     return {"error": "too_many_rows",
-            "message": f"the result has more than {max_rows} rows (the server's max_rows); "
-                       "add LIMIT or narrow the query"}
+            "message": too_many_rows_message(max_rows)}
+
+
+def too_many_rows_message(max_rows: int) -> str:
+    """What a client is told of an answer past the row limit (SELECT rows, CONSTRUCT triples)."""
+    return (f"the result has more than {max_rows} rows (or triples), the server's limit "
+            "(PROVKG_MAX_ROWS); add LIMIT or narrow the query")
 
 
 def main() -> int:

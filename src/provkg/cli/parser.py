@@ -154,19 +154,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="typed PROV-ML (default), tag-based PROVLake, or S-PROV")
     p.set_defaults(handler=_command("ingest", "cmd_ingest"))
 
-    p = add("export", "write the store to an N-Quads file (every graph kept), for backups and moves",
-            "Writes every triple of the store with its graph as N-Quads: the provenance, the specs\n"
-            "the store holds, the ontologies and each domain KG in its own graph; `provkg load`\n"
-            "reads the file back into any store (a move: embedded -> Oxigraph server, a backup).\n"
-            "With --graph IRI, only that graph, as N-Triples. A .gz name compresses; '-' is stdout.\n"
-            "Embedded stores only (oxigraph:DIR, rdflib:); a server dumps faster itself.\n\n"
+    p = add("export", "write the store, a run or a lineage as RDF, W3C PROV or a Workflow Run Crate",
+            "Writes the whole store, one run (--run: its executions, values, agents and plans) or\n"
+            "one value's lineage (--lineage: what it was derived from, at any depth) as N-Quads,\n"
+            "TriG or Turtle, as W3C PROV (PROV-JSON, PROV-N, PROV-XML, PROV-JSONLD: activities,\n"
+            "entities, agents, usages with roles, generations, derivations, associations with\n"
+            "plans), or as an RO-Crate of the Workflow Run Crate profile (a folder or a .zip).\n"
+            "The format comes from FILE's name (.nq .trig .ttl .json .provn .provx/.xml .jsonld,\n"
+            ".zip or a folder) or --format. A whole-store N-Quads export keeps every graph (the\n"
+            "provenance, the specs, the ontologies, each domain KG): `provkg load` reads it back\n"
+            "(a backup, a move); with --graph IRI, only that graph, as N-Triples. A .nq.gz name\n"
+            "compresses; '-' is stdout.\n\n"
             "examples:\n  provkg export backup.nq.gz\n"
+            "  provkg export run.json --run seismic-demo-mlp64-zscore     # PROV-JSON\n"
+            "  provkg export model.provn --lineage file:///models/m.pt\n"
+            "  provkg export crate.zip --run run-1 --with-data             # Workflow Run Crate\n"
             "  provkg export kg.nt --graph https://example.org/kg/seismic\n"
             "  provkg export backup.nq.gz && provkg load backup.nq.gz --store oxigraph+http://127.0.0.1:7878")
     _store_arg(p)
-    p.add_argument("file", metavar="FILE", help="FILE.nq / FILE.nq.gz (FILE.nt with --graph), or '-'")
+    p.add_argument("file", metavar="FILE", help="the file (or RO-Crate folder) to write, or '-'")
+    p.add_argument("--format", default=None,
+                   choices=["nq", "trig", "ttl", "prov-json", "prov-n", "prov-xml", "prov-jsonld", "ro-crate"],
+                   help="the format (default: the one FILE's name says)")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("--run", default=None, metavar="RUN_ID", help="export only this run (its id or IRI)")
+    scope.add_argument("--lineage", default=None, metavar="VALUE_ID",
+                       help="export only this value's or model's lineage (its id, IRI or location)")
+    p.add_argument("--with-data", action="store_true",
+                   help="ro-crate: copy the local files the values refer to into the crate (default: "
+                        "referenced by their locations)")
     p.add_argument("--graph", default=None, metavar="IRI", help="export only this named graph, as N-Triples")
-    p.set_defaults(handler=_command("store", "cmd_export"))
+    p.set_defaults(handler=_command("export", "cmd_export"))
 
     p = add("spec", "work with prospective specs")
     spec_sub = p.add_subparsers(dest="spec_command", metavar="ACTION")
@@ -307,6 +325,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE.rq")
     _format_arg(p)
     p.set_defaults(handler=_command("query", "cmd_sparql"))
+
+    p = add("validate", "check the store's graph against the graph contract's SHACL shapes",
+            "Checks the store's graph (every graph but the ontologies') with pyshacl against the\n"
+            "shapes in ontology/shapes/ for its schema (those whose executions the store holds,\n"
+            "typed when none; --schema to choose), with the ontologies as the class hierarchy.\n"
+            "Prints the violations grouped by node (path, message, shape); exit status 1 when\n"
+            "there are any, 0 when the graph conforms. Reads the store whole: for stores of\n"
+            "demo size, tests and CI.\n\nexamples:\n"
+            "  provkg validate\n"
+            "  provkg validate --store oxigraph:tagged-db --schema tagged --format json\n"
+            "  provkg validate --no-prov-base   # a graph mapped before the PROV base layer")
+    _store_arg(p)
+    p.add_argument("--schema", choices=["typed", "tagged", "sprov"], action="append", default=None,
+                   help="a schema whose shapes apply; repeat for a store holding several "
+                        "(default: the schemas found in the store)")
+    p.add_argument("--no-prov-base", dest="prov_base", action="store_false",
+                   help="skip ontology/shapes/prov-base.ttl (prov:Activity / Entity / Agent / Plan "
+                        "asserted, qualified associations with prov:hadPlan): for a graph mapped "
+                        "before provkg asserted them")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text for people, json for scripts (default: %(default)s)")
+    p.set_defaults(handler=_command("validate", "cmd_validate"))
 
     # -- capture side -------------------------------------------------------
     p = add("schema", "print JSON Schemas of the public formats",

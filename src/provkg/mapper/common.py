@@ -14,7 +14,7 @@ from typing import Any
 
 from provkg.errors import MappingError
 from provkg.mapper import tagged, typed
-from provkg.mapper.terms import PK, PL, P
+from provkg.mapper.terms import PK, PL, A, P
 from provkg.schemas import Schema, schema_names
 from provkg.spec import Spec
 from provkg.term import datetime_literal, iri, mint_iri
@@ -157,7 +157,9 @@ class MapState:
         self.specs: Mapping[str, Spec] = specs if specs is not None else {}
         self.base = base
         self.mint = Minter(base)
-        self.agent_class = typed.AGENT_CLASS if self.schema.typed_classes else tagged.AGENT_CLASS
+        #: an agent's classes: its schema's and prov:Agent (tagged: the same class, once)
+        self.agent_classes = tuple(dict.fromkeys(
+            (typed.AGENT_CLASS if self.schema.typed_classes else tagged.AGENT_CLASS, P.Agent)))
         #: run id -> prospective workflow name
         self.runs: dict[str, str] = {}
         #: tasks whose run is not known yet: run id -> their events (bounded by max_pending)
@@ -319,7 +321,7 @@ def location_bridge(value: str, vid: str | None, loc: str, mint: Minter) -> list
     if vid is None or vid == loc:
         return []
     node = mint.value(loc)
-    return [(node, P.wasDerivedFrom, value), (node, PK.locationOf, value)]
+    return [(node, P.wasDerivedFrom, value), (node, PK.locationOf, value), (node, A, P.Entity)]
 
 
 def as_dict(event: Any) -> dict[str, Any]:

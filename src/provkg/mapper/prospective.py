@@ -2,7 +2,9 @@
 
 Typed: transformations and attributes get the PROV-ML classes their kind and role
 imply. Tagged: plain PROVLake classes qualified by ``provlake:tag`` (Listing 2).
-Both: labels, ``provlake:isPartOf``, ``hasInput`` / ``hasOutput``, concepts, stores.
+Both: labels, ``provlake:isPartOf``, ``hasInput`` / ``hasOutput``, concepts, stores, and
+the workflow and each transformation ``a prov:Plan, prov:Entity``, attributes and stores
+``a prov:Entity`` (what PROV-O and PROVLake imply, asserted: :mod:`provkg.mapper.base`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from provkg.mapper import tagged, typed
+from provkg.mapper.base import PLAN_TYPES
 from provkg.mapper.common import Minter
-from provkg.mapper.terms import COMMENT, LABEL, PK, PL, A, term_of
+from provkg.mapper.terms import COMMENT, LABEL, PK, PL, A, P, term_of
 from provkg.schemas import Schema
 from provkg.spec import Spec
 from provkg.term import Triple, literal
@@ -24,6 +27,8 @@ def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> It
     is_typed = Schema(schema).typed_classes
     wf = mint.spec(spec.workflow)
     yield wf, A, PL.Workflow
+    for plan_type in PLAN_TYPES:
+        yield wf, A, plan_type
     yield wf, LABEL, literal(spec.workflow)
     yield wf, PL.tag, literal(spec.phase)
     # one node per workflow and name: two workflows' "disk" may be two places, and a spec
@@ -33,6 +38,7 @@ def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> It
     for s in spec.data_stores:
         st = stores[s.name]
         yield st, A, PL.DataStore
+        yield st, A, P.Entity
         yield st, LABEL, literal(s.name)
         if s.kind is not None:
             yield st, PL.tag, literal(s.kind)
@@ -50,6 +56,8 @@ def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> It
             tag = tagged.transformation_tag(t.kind, stage)
             if tag is not None:
                 yield tr, PL.tag, literal(tag)
+        for plan_type in PLAN_TYPES:
+            yield tr, A, plan_type
         yield tr, LABEL, literal(t.name)
         yield tr, PL.isPartOf, wf
         if t.kind == "section" and t.of is not None:
@@ -67,6 +75,7 @@ def prospective_triples(spec: Spec, *, schema: Schema | str, mint: Minter) -> It
                     tag = tagged.ROLE_TAG[a.role]
                     if tag is not None:
                         yield at, PL.tag, literal(tag)
+                yield at, A, P.Entity
                 yield at, LABEL, literal(a.name)
                 if a.concept is not None:
                     yield at, PL.concept, term_of(a.concept_iri)

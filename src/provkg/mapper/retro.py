@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from provkg.events import default_value_id
+from provkg.mapper import base
 from provkg.mapper.common import (
     MapState,
     TransformationTerms,
@@ -34,6 +35,7 @@ _INTEGER = '"{}"^^<' + XSD.integer + ">"
 _INFLUENCED_BY, _INFORMED_BY = P.wasInfluencedBy, P.wasInformedBy
 _STARTED, _ENDED, _INDEX = P.startedAtTime, P.endedAtTime, PK.index
 _USED, _GENERATED_BY, _DERIVED_FROM, _VALUE = P.used, P.wasGeneratedBy, P.wasDerivedFrom, P.value
+_ACTIVITY, _ENTITY = base.ACTIVITY, base.ENTITY
 
 
 def _index_value(e: dict[str, Any], transformation: str) -> int | None:
@@ -57,11 +59,15 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str
         st.no_spec[wf] += 1
     r = st.mint.run(run_id)
     out.append((r, A, wt.run_class))
+    out.append((r, A, _ACTIVITY))
     out.append((r, P.wasInfluencedBy, wt.term))
+    out += base.software_agent_triples(st.mint, run_id)
     when = st.time(e["time"])
     if e["event"] == "begin":
         if when is not None:
             out.append((r, P.startedAtTime, when))
+        # stated by the begin, as the start time: the run's plan, under its software agent
+        out += base.default_association(st.mint, "run", run_id, r, run_id, wt.term)
         if e.get("label") is not None:  # the run's readable name (the `runs` query shows it)
             out.append((r, LABEL, literal(e["label"])))
         for key, value in (e.get("tags") or {}).items():
@@ -73,7 +79,10 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str
         out.append((r, PK.status, _RUN_STATUS.get(status) or literal(status)))
         if e.get("message") is not None:
             out.append((r, PK.message, literal(e["message"])))
-    _agent(e, r, st, out)
+    if e.get("agent") is not None:
+        _agent(e, "run", run_id, r, wt.term, st, out)
+        # the captured program acts for the run's agent (a task names no agent of its own)
+        out.append((base.software_agent(st.mint, run_id), P.actedOnBehalfOf, st.mint.agent(e["agent"])))
     env = e.get("environment")
     if env:
         if env.get("host") is not None:
@@ -99,12 +108,14 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     t = mint.task(task_id)
     append = out.append
     append((t, A, tt.execution_class))
+    append((t, A, _ACTIVITY))
     append((t, _INFLUENCED_BY, tt.term))
     when = st.time(e["time"])
     get = e.get
     if e["event"] == "begin":
         if when is not None:
             append((t, _STARTED, when))
+        out += base.default_association(mint, "task", task_id, t, e["workflow_id"], tt.term)
     else:
         if when is not None:
             append((t, _ENDED, when))
@@ -135,7 +146,7 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
     if index is not None:
         append((t, _INDEX, _INTEGER.format(index) if type(index) is int else literal(index)))
     if get("agent") is not None:
-        _agent(e, t, st, out)
+        _agent(e, "task", task_id, t, tt.term, st, out)
     env = get("environment")
     if env:  # as for a run: one JSON literal, not dropped
         append((t, PK.environment, literal(env)))
@@ -147,13 +158,15 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
         _values(generated, t, task_id, wt, tt, st, out, used=False, plain=False)
 
 
-def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[tuple[str, str, str]]) -> None:
-    name = e.get("agent")
-    if name is not None:
-        a = st.mint.agent(name)
-        out.append((subject, P.wasAssociatedWith, a))
-        out.append((a, A, st.agent_class))
-        out.append((a, LABEL, literal(name)))
+def _agent(e: dict[str, Any], kind: str, execution_id: str, subject: str, plan: str, st: MapState,
+           out: list[tuple[str, str, str]]) -> None:
+    """The event's agent: associated with ``subject`` (a ``kind`` run or task), qualified."""
+    name = e["agent"]
+    a = st.mint.agent(name)
+    out.append((subject, P.wasAssociatedWith, a))
+    out += base.associate(st.mint, kind, execution_id, subject, a, plan)
+    out += [(a, A, c) for c in st.agent_classes]
+    out.append((a, LABEL, literal(name)))
 
 
 def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: WorkflowTerms | None,
@@ -176,6 +189,7 @@ def _values(values: list[dict[str, Any]], execution: str, owner_id: str, wt: Wor
             append((execution, _USED, vt))
         else:
             append((vt, _GENERATED_BY, execution))
+        append((vt, A, _ENTITY))
         if attributes is not None:
             at = attributes.get(name)
             if at is None or not at[2]:  # not declared: plain, and counted

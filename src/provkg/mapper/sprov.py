@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from provkg.events import default_value_id
+from provkg.mapper import base
 from provkg.mapper.common import (
     MapState,
     Minter,
@@ -64,10 +65,14 @@ def prospective_triples(spec: Spec, *, mint: Minter) -> Iterator[Triple]:
     """The workflow as a ProvONE workflow and its transformations as S-PROV components."""
     wf = mint.spec(spec.workflow)
     yield wf, A, PO.Workflow
+    for plan_type in base.PLAN_TYPES:
+        yield wf, A, plan_type
     yield wf, LABEL, literal(spec.workflow)
     for t in spec.transformations:
         c = mint.spec(spec.workflow, t.name)
         yield c, A, SP.Component
+        for plan_type in base.PLAN_TYPES:
+            yield c, A, plan_type
         yield c, LABEL, literal(t.name)
         yield c, SP.type, literal(t.kind)
 
@@ -80,8 +85,11 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
     if wt.spec is None:
         st.no_spec[wf] += 1
     r = st.mint.run(run_id)
-    out += [(r, A, SP.WFExecution), (r, P.wasInfluencedBy, wt.term),
+    out += [(r, A, SP.WFExecution), (r, A, base.ACTIVITY), (r, P.wasInfluencedBy, wt.term),
             (r, SP.workflowName, literal(wf)), (r, SP.workflowId, literal(run_id))]
+    out += base.software_agent_triples(st.mint, run_id)
+    if e["event"] == "begin":
+        out += base.default_association(st.mint, "run", run_id, r, run_id, wt.term)
     t = st.time(e["time"])
     if t is None:
         pass
@@ -89,7 +97,9 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
         out.append((r, P.startedAtTime, t))
     else:
         out += [(r, P.endedAtTime, t), (r, SP.lastEventTime, t)]
-    _agent(e, r, st, out)
+    if e.get("agent") is not None:
+        _agent(e, "run", run_id, r, wt.term, st, out)
+        out.append((base.software_agent(st.mint, run_id), P.actedOnBehalfOf, st.mint.agent(e["agent"])))
     env = e.get("environment")
     if env and env.get("host") is not None:
         proc = st.mint.other("process", run_id)
@@ -100,7 +110,9 @@ def map_workflow_event(e: dict[str, Any], st: MapState, out: list[Triple]) -> No
 
 
 def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
-              component: str) -> str:
+              component: str, workflow: str) -> str:
+    """The component instance ``tr`` of the event's run runs as (``workflow``: the run's
+    plan, under which the run is associated with it)."""
     run_id = e["workflow_id"]
     env = e.get("environment")
     if env and env.get("host") is not None:
@@ -112,15 +124,19 @@ def _instance(e: dict[str, Any], tr: str, st: MapState, out: list[Triple],
         inst = st.mint.other("instance", run_id, tr)
         proc = st.mint.other("process", run_id)
         out.append((proc, A, SP.SystemProcess))
-    out += [(inst, A, SP.ComponentInstance), (inst, P.actedOnBehalfOf, component),
-            (inst, P.atLocation, proc), (st.mint.run(run_id), P.wasAssociatedWith, inst)]
+    run = st.mint.run(run_id)
+    out += [(inst, A, SP.ComponentInstance), (inst, A, base.AGENT), (inst, P.actedOnBehalfOf, component),
+            (inst, P.atLocation, proc), (run, P.wasAssociatedWith, inst)]
+    out += base.associate(st.mint, "run", run_id, run, inst, workflow)
     return inst
 
 
-def _agent(e: dict[str, Any], subject: str, st: MapState, out: list[Triple]) -> None:
-    if e.get("agent") is not None:
-        a = st.mint.agent(e["agent"])
-        out += [(subject, P.wasAssociatedWith, a), (a, A, P.Agent), (a, LABEL, literal(e["agent"]))]
+def _agent(e: dict[str, Any], kind: str, execution_id: str, subject: str, plan: str, st: MapState,
+           out: list[Triple]) -> None:
+    """The event's agent: associated with ``subject`` (a ``kind`` run or task), qualified."""
+    a = st.mint.agent(e["agent"])
+    out += [(subject, P.wasAssociatedWith, a), (a, A, P.Agent), (a, LABEL, literal(e["agent"]))]
+    out += base.associate(st.mint, kind, execution_id, subject, a, plan)
 
 
 def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
@@ -128,12 +144,15 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
     """Triples of a task begin / end event (``wt`` / ``tt`` None: run not known yet)."""
     task_id = e["id"]
     t = st.mint.task(task_id)
-    out.append((t, A, SP.Invocation))
+    out += [(t, A, SP.Invocation), (t, A, base.ACTIVITY)]
+    if wt is not None and tt is not None and e["event"] == "begin":
+        out += base.default_association(st.mint, "task", task_id, t, e["workflow_id"], tt.term)
     if wt is not None and tt is not None and (e["event"] == "begin" or e.get("environment")):
         # the begin event says where the invocation ran (an end without an environment of its
         # own would otherwise add the run's process: one invocation at two instances)
-        inst = _instance(e, tt.name, st, out, tt.term)
+        inst = _instance(e, tt.name, st, out, tt.term, wt.term)
         out.append((t, P.wasAssociatedWith, inst))
+        out += base.associate(st.mint, "task", task_id, t, inst, tt.term)
     time_lit = st.time(e["time"])
     if e["event"] == "begin":
         if time_lit is not None:
@@ -149,7 +168,8 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[Triple],
         out.append((t, P.wasInformedBy, st.mint.task(e["parent"])))
     for d in e.get("dependencies") or ():
         out.append((t, P.wasInformedBy, st.mint.task(d)))
-    _agent(e, t, st, out)  # the task's own agent, as the typed and tagged schemas keep it
+    if e.get("agent") is not None and tt is not None:  # the task's own agent, as typed and tagged keep it
+        _agent(e, "task", task_id, t, tt.term, st, out)
     index = e.get("index")
     if index is not None:
         # S-PROV's index is non-negative; another number is kept as the typed schema keeps it
@@ -180,6 +200,7 @@ def _value(v: dict[str, Any], execution: str, owner_id: str, spec: Spec | None, 
         if tr is not None and attr is None:  # stored as plain s-prov:Data, and counted
             st.unknown_attributes[(spec.workflow, transformation, name)] += 1
     out.append((vt, A, SP.ComponentParameters if role in _PARAMETER_ROLES else SP.Data))
+    out.append((vt, A, base.ENTITY))
     out.append((vt, LABEL, literal(name)))
     if v.get("value") is not None:
         out.append((vt, P.value, literal(v["value"])))
@@ -231,7 +252,7 @@ def _change(e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms, st: M
         # in: an invocation's own process is known only from its begin, which may come in a
         # later session than this end, where the change is then added (late_change_update)
         inst = _instance({**e, "environment": None}, target, st, out,
-                         st.transformation(wt, target).term if target != tt.name else tt.term)
+                         st.transformation(wt, target).term if target != tt.name else tt.term, wt.term)
         change = st.mint.other("change", *_change_id(e["id"], target, targets))
         if at is not None:
             out.append((change, P.atTime, at))
@@ -300,15 +321,19 @@ def late_change_update(spec: Spec, adaptations: list[tuple[str, str, str, str, s
         for target, changed in targets.items():
             target_inst = mint.other("instance", run_id, target)
             change = mint.other("change", *_change_id(task_id, target, targets))
+            assoc = base.association_node(mint, "run", run_id, target_inst)
             changes += [f"(<{task}> {change} {target_inst} {mint.spec(spec.workflow, target)} "
-                        f"{run_proc} <{run}> {literal(name)})" for name in changed]
+                        f"{run_proc} <{run}> {assoc} {literal(name)})" for name in changed]
     if not changes:
         return None
-    return (f"INSERT {{ ?proc {A} {SP.SystemProcess} . ?inst {A} {SP.ComponentInstance} ; {P.actedOnBehalfOf} ?comp ; "
+    # as _instance: the run's association with the instance, qualified under the workflow
+    return (f"INSERT {{ ?proc {A} {SP.SystemProcess} . ?inst {A} {SP.ComponentInstance} , {base.AGENT} ; "
+            f"{P.actedOnBehalfOf} ?comp ; "
             f"{P.atLocation} ?proc ; {SP.qualifiedChange} ?change ; {SP.hasChanged} {literal(True)} ; "
-            f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst . "
+            f"{SP.wasChangedWith} ?v . ?run {P.wasAssociatedWith} ?inst ; {base.QUALIFIED_ASSOCIATION} ?assoc . "
+            f"?assoc {A} {base.ASSOCIATION} ; {base.HAS_AGENT} ?inst ; {base.HAD_PLAN} {mint.spec(spec.workflow)} . "
             f"?change {A} {SP.Change} ; {P.hadActivity} ?task ; {P.atTime} ?time ; {P.entity} ?v }} "
-            f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run ?name) {{ {' '.join(changes)} }} "
+            f"WHERE {{ VALUES (?task ?change ?inst ?comp ?proc ?run ?assoc ?name) {{ {' '.join(changes)} }} "
             f"?v {P.wasGeneratedBy} ?task ; {LABEL} ?name . "
             f"OPTIONAL {{ ?task {P.endedAtTime} ?time }} }}")
 

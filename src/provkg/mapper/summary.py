@@ -166,7 +166,8 @@ class _Section:
         facts = self.facts.values()
         # hasSectionSummary: queries reach the summary from the parent in one lookup, not
         # through everything the parent generated (its models and measures as well)
-        out += [(s, A, PK.SectionSummary), (s, P.wasGeneratedBy, parent), (parent, PK.hasSectionSummary, s),
+        out += [(s, A, PK.SectionSummary), (s, A, P.Entity), (s, P.wasGeneratedBy, parent),
+                (parent, PK.hasSectionSummary, s),
                 (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(len(self.facts)))]
         seconds = [f.end - f.begin for f in facts if f.begin is not None and f.end is not None]
         out.append((s, PK.timedCount, literal(len(seconds))))
@@ -187,7 +188,7 @@ class _Section:
                 continue
             xs = values[name]
             ms = "<" + mint_iri("summary", kind, pid, self.tt.name, name, base=st.base) + ">"
-            out += [(s, PK.hasMeasureSummary, ms), (ms, A, PK.MeasureSummary),
+            out += [(s, PK.hasMeasureSummary, ms), (ms, A, PK.MeasureSummary), (ms, A, P.Entity),
                     (ms, P.wasDerivedFrom, term), (ms, PK.valueCount, literal(len(xs))),
                     (ms, PK.minValue, literal(min(xs))), (ms, PK.maxValue, literal(max(xs))),
                     (ms, PK.avgValue, literal(float(sum(map(Fraction, xs)) / len(xs))))]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from provkg.errors import NotFound, StoreError, StoreUnavailable
-from provkg.ontology import all_ontology_paths, ontology_iri, ontology_names
+from provkg.ontology import all_ontology_paths, import_graphs, ontology_iri, ontology_names
 from provkg.service.progress import Progress, start
 from provkg.store import Rows, Store, display_url
 
@@ -69,14 +69,15 @@ def _noun(n: int, plural: str) -> str:
 
 
 def init_store(store: Store, *, progress: Progress | None = None) -> LoadReport:
-    """Load provkg's ontologies, each into the named graph of its ontology IRI.
+    """Load provkg's ontologies and those they import (PROV-O, ML Schema), each into the
+    named graph of its ontology IRI, so ``rdfs:subClassOf*`` paths reach PROV's classes.
 
     Each graph is cleared first, so running it again refreshes the ontologies rather
     than duplicating their blank nodes (OWL lists). ``triples`` is the graph's size.
     """
     report = LoadReport()
-    for name, path in zip(ontology_names(), all_ontology_paths(), strict=True):
-        graph = ontology_iri(name)
+    ours = [(ontology_iri(name), path) for name, path in zip(ontology_names(), all_ontology_paths(), strict=True)]
+    for graph, path in [*ours, *import_graphs().items()]:
         store.clear(graph=graph)
         _load_one(store, path, graph=graph, progress=progress)
         report.entries.append(LoadEntry(path.name, graph, store.count(graph=graph)))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from provkg.errors import ReadOnlyQuery
-from provkg.mapper.terms import PL, P
+from provkg.mapper.terms import PL, A, P
 from provkg.queries.catalog import CannedQuery, canned_queries, get_query
 from provkg.queries.lifecycle import measure_lower
 from provkg.queries.params import term_for
@@ -325,10 +325,11 @@ def _values_at_locations(store: Store, query: CannedQuery, params: dict[str, obj
             continue
         # the id's own IRI only if a value has it (one VALUES row less: Virtuoso's compiler
         # runs out of code space on q3 with two rows repeated through its sub-selects); the
-        # node a location bridge names (mapper.common.location_bridge) is not a value
+        # node a location bridge names (mapper.common.location_bridge: its links and its
+        # prov:Entity type) is not a value
         if own not in found and store.ask(
                 f"ASK {{ {own} ?p ?o FILTER(?p NOT IN ({iri(PROV.wasDerivedFrom)}, "
-                f"{iri(PROVKG.locationOf)})) }}"):
+                f"{iri(PROVKG.locationOf)}) && !(?p = {A} && ?o = {iri(PROV.Entity)})) }}"):
             found.insert(0, own)
         out[p.name] = tuple(found)
     return out

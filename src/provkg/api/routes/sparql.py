@@ -21,7 +21,14 @@ Accept or ``*/*`` gets the first of each list):
 - CONSTRUCT / DESCRIBE: ``text/turtle``, ``application/n-triples``,
   ``application/ld+json``, ``application/rdf+xml``.
 
-An Accept header that allows none of a form's formats gets 406 naming them.
+A CONSTRUCT / DESCRIBE asked for with result-set types only (``Accept:
+application/sparql-results+json``, as rasqal's ``roqet`` sends) is answered in Turtle; an Accept
+header that allows none of a form's formats (nor, for those, a result-set type) gets 406.
+
+``default-graph-uri`` / ``named-graph-uri`` (repeatable; in the URL, or in a form body) name the
+query's dataset (:mod:`provkg.api.sparql_dataset`). A GET with neither a query nor those is
+answered with the SPARQL 1.1 Service Description (:mod:`provkg.api.descriptions`). An answer past
+the row limit is 422 ``too_many_rows`` (:mod:`provkg.api.row_limit`).
 """
 
 from __future__ import annotations
@@ -33,35 +40,31 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from provkg.api.body import read_body
-from provkg.api.errors import BadRequest, NotAcceptable, UnsupportedMediaType
+from provkg.api.errors import BadRequest, NotAcceptable, TooManyRows, UnsupportedMediaType
 from provkg.api.openapi import SPARQL_RESPONSES
-from provkg.api.render import SPARQL_FORMATS, sparql_format, sparql_response
+from provkg.api.render import SPARQL_FORMATS, TURTLE, sparql_format, sparql_response
+from provkg.api.routes.void import description_answer
+from provkg.api.row_limit import TOO_MANY_ROWS_RESPONSE, TOO_MANY_ROWS_STATUS, too_many_rows_response
+from provkg.api.sparql_dataset import ProtocolDataset, protocol_dataset
 from provkg.errors import ReadOnlyQuery
 from provkg.service.sparql_guard import MAX_QUERY_CHARS, UPDATE_REFUSED, check_query, query_form_of
 
 router = APIRouter(tags=["sparql"])
 
 _EXAMPLE = "SELECT ?class (COUNT(?x) AS ?n) WHERE { ?x a ?class } GROUP BY ?class ORDER BY DESC(?n) LIMIT 10"
-_UNSUPPORTED = ("default-graph-uri", "named-graph-uri")
+_GRAPH_PARAMETERS = ("default-graph-uri", "named-graph-uri")
+_UPDATE_PARAMETERS = ("update", "using-graph-uri", "using-named-graph-uri")
 #: what fits a request line (uvicorn's h11 refuses larger heads): longer queries are POSTed
 _GET_QUERY_CHARS = 4000
 
-
-def _refuse_graph_parameters(pairs: list[tuple[str, str]]) -> None:
-    if any(k in _UNSUPPORTED for k, _ in pairs):
-        raise BadRequest("default-graph-uri / named-graph-uri are not supported: queries see "
-                         "the union of all graphs; use GRAPH in the query")
-
-
 def _refuse_updates(pairs: list[tuple[str, str]]) -> None:
-    if any(k in ("update", "using-graph-uri", "using-named-graph-uri") for k, _ in pairs):
+    if any(k in _UPDATE_PARAMETERS for k, _ in pairs):
         raise ReadOnlyQuery(UPDATE_REFUSED)
 
 
 def _pick_query(pairs: list[tuple[str, str]]) -> str:
     queries = [v for k, v in pairs if k == "query"]
     _refuse_updates(pairs)  # the Protocol's update forms: said as such, not as a missing query
-    _refuse_graph_parameters(pairs)
     if len(queries) != 1:
         raise BadRequest("send exactly one 'query' parameter (SPARQL 1.1 Protocol)")
     return queries[0]
@@ -70,6 +73,8 @@ def _pick_query(pairs: list[tuple[str, str]]) -> str:
 def _media(request: Request, form: str) -> str:
     accept = ", ".join(request.headers.getlist("accept"))
     media = sparql_format(accept or None, form)
+    if media is None and form in ("construct", "describe") and sparql_format(accept, "select"):
+        return TURTLE  # result-set types only (roqet): the default RDF format, not a 406
     if media is None:
         raise NotAcceptable(f"this {form.upper()} query can be answered as "
                             f"{', '.join(SPARQL_FORMATS[form])}; the Accept header allows "
@@ -77,7 +82,14 @@ def _media(request: Request, form: str) -> str:
     return media
 
 
-async def _answer(request: Request, text: str) -> Response:
+async def _answer(request: Request, text: str, dataset: ProtocolDataset) -> Response:
+    try:
+        return await _run(request, text, dataset)
+    except TooManyRows as exc:
+        return too_many_rows_response(exc)
+
+
+async def _run(request: Request, text: str, dataset: ProtocolDataset) -> Response:
     service = request.app.state.service
     text = text.removeprefix("\ufeff")  # a BOM, as `provkg sparql` skips it
     allowed = tuple(service.settings.allowed_service_endpoints)
@@ -86,11 +98,13 @@ async def _answer(request: Request, text: str) -> Response:
         # time limit; the form (for the Accept check) is read from the text's first keyword
         form = query_form_of(text)
         media = _media(request, form)  # before the work: a 406 costs nothing
-        answer = await run_in_threadpool(service.sparql.run, text, form, guard=allowed)
+        answer = await run_in_threadpool(service.sparql.run, text, form, guard=allowed,
+                                         dataset=dataset)
     else:
         guarded = await run_in_threadpool(check_query, text, allowed_service_endpoints=allowed)
         media = _media(request, guarded.form)
-        answer = await run_in_threadpool(service.sparql.run, guarded.text, guarded.form)
+        answer = await run_in_threadpool(service.sparql.run, guarded.text, guarded.form,
+                                         dataset=dataset)
     if answer.rows is not None:
         return await run_in_threadpool(sparql_response, media, columns=answer.rows.columns,
                                        rows=answer.rows.rows)
@@ -99,11 +113,23 @@ async def _answer(request: Request, text: str) -> Response:
     return await run_in_threadpool(sparql_response, media, ntriples=answer.ntriples)
 
 
-@router.get("/v1/sparql", summary="Read-only SPARQL (query in the URL)", response_class=Response,
-            responses=SPARQL_RESPONSES,
-            openapi_extra={"parameters": [{"name": "query", "in": "query", "required": True,
+_GRAPH_PARAMETER_SPECS = [
+    {"name": name, "in": "query", "required": False, "style": "form", "explode": True,
+     "schema": {"type": "array", "items": {"type": "string", "format": "iri"}, "maxItems": 4},
+     "description": f"a graph of the query's dataset ({clause} in the query), repeatable; "
+                    "replaces the query's own FROM / FROM NAMED"}
+    for name, clause in (("default-graph-uri", "FROM"), ("named-graph-uri", "FROM NAMED"))]
+_RESPONSES = {**SPARQL_RESPONSES, TOO_MANY_ROWS_STATUS: TOO_MANY_ROWS_RESPONSE}
+
+
+@router.get("/v1/sparql", summary="Read-only SPARQL (query in the URL), or the Service Description",
+            description="With `query`: run it. With no query (and no graph parameter): the SPARQL "
+                        "1.1 Service Description of this endpoint, Turtle by default (also "
+                        "JSON-LD, RDF/XML, N-Triples by Accept).",
+            response_class=Response, responses=_RESPONSES,
+            openapi_extra={"parameters": [{"name": "query", "in": "query", "required": False,
                                            "schema": {"type": "string", "maxLength": _GET_QUERY_CHARS},
-                                           "example": _EXAMPLE}]})
+                                           "example": _EXAMPLE}, *_GRAPH_PARAMETER_SPECS]})
 async def sparql_get(request: Request) -> Response:
     # parsed strictly: Starlette's query_params put U+FFFD for bytes that are no UTF-8, and the
     # query would run with it; a POST refuses such bytes
@@ -112,13 +138,16 @@ async def sparql_get(request: Request) -> Response:
                           keep_blank_values=True, errors="strict")
     except ValueError:  # UnicodeDecodeError
         raise BadRequest("the URL's query string is not UTF-8 once percent-decoded") from None
-    return await _answer(request, _pick_query(pairs))
+    if not any(k in ("query", *_GRAPH_PARAMETERS, *_UPDATE_PARAMETERS) for k, _ in pairs):
+        return await description_answer(request, "service")
+    text = _pick_query(pairs)
+    return await _answer(request, text, protocol_dataset(pairs))
 
 
 @router.post(
     "/v1/sparql", summary="Read-only SPARQL (query in the body)", response_class=Response,
-    responses=SPARQL_RESPONSES,
-    openapi_extra={"requestBody": {"required": True, "content": {
+    responses=_RESPONSES,
+    openapi_extra={"parameters": _GRAPH_PARAMETER_SPECS, "requestBody": {"required": True, "content": {
         "application/sparql-query": {"schema": {"type": "string"}, "example": _EXAMPLE},
         "application/x-www-form-urlencoded": {
             "schema": {"type": "object", "properties": {"query": {"type": "string"}},
@@ -133,7 +162,6 @@ async def sparql_post(request: Request) -> Response:
                          "(application/sparql-query, or the 'query' field of a form) or in "
                          "the URL of a GET")
     _refuse_updates(in_url)
-    _refuse_graph_parameters(in_url)
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "application/sparql-update":  # a standard client's update: not a media problem
         raise ReadOnlyQuery(UPDATE_REFUSED)
@@ -147,10 +175,11 @@ async def sparql_post(request: Request) -> Response:
     except UnicodeDecodeError:
         raise BadRequest("the body is not UTF-8 text") from None
     if media == "application/sparql-query":
-        return await _answer(request, text)
+        return await _answer(request, text, protocol_dataset(in_url))
     try:
         pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text),
-                          errors="strict", max_num_fields=16)
+                          errors="strict", max_num_fields=16 + 2 * 1000)
     except ValueError:
         raise BadRequest("the form body is not valid application/x-www-form-urlencoded") from None
-    return await _answer(request, _pick_query(pairs))
+    # the Protocol puts every parameter of a form POST in the body; the URL's are taken too
+    return await _answer(request, _pick_query(pairs), protocol_dataset(in_url + pairs))
