@@ -101,6 +101,8 @@ class ProvenanceCallback(Callback):
         self._last_files: set[str] = set()  # those of them that are ModelCheckpoint's "last"
         self._lrs = LearningRates()
         self._step_only: set[str] = set()  # metrics logged on_step only: no epoch measure
+        #: (the training loop's results, their count, [(name, result) logged on step]) as last looked up
+        self._step_results: tuple[Any, int, list[tuple[str, Any]]] | None = None
         self._val_set_used = False
 
     # -- runs --------------------------------------------------------------------------
@@ -189,7 +191,7 @@ class ProvenanceCallback(Callback):
         self._training_id = training.id
         self._lrs = LearningRates()
         self._lrs.changes(learning_rates(trainer))
-        self._step_only = set()
+        self._step_only, self._step_results = set(), None
 
     @guarded
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
@@ -343,16 +345,19 @@ class ProvenanceCallback(Callback):
         """The values the current training step logged, by name, unread (tensors: read when
         the batch is recorded); notes the names logged on_step only (no epoch measure)."""
         try:  # each logged result's step value, as Lightning's own metrics(on_step=True)
-            out: dict[str, Any] = {}
             # the training loop's results (what trainer._results finds, walking the loops)
             results = getattr(getattr(trainer.fit_loop, "epoch_loop", None), "_results", None)
-            for _, result in (results if results is not None else trainer._results).valid_items():
-                meta, value = result.meta, result._forward_cache
-                if meta.on_step and value is not None and isinstance(meta.name, str):
-                    out[meta.name] = value
-                    if not meta.on_epoch:
-                        self._step_only.add(meta.name)
-            return out
+            if results is None:
+                results = trainer._results
+            # which results are logged on step changes only when one is added: looked up again then
+            if self._step_results is None or self._step_results[0] is not results \
+                    or self._step_results[1] != len(results):
+                logged = [(r.meta.name, r) for _, r in results.valid_items()
+                          if r.meta.on_step and isinstance(r.meta.name, str)]
+                self._step_only.update(name for name, r in logged if not r.meta.on_epoch)
+                self._step_results = (results, len(results), logged)
+            return {name: r._forward_cache for name, r in self._step_results[2]
+                    if r._forward_cache is not None}
         except Exception:  # another Lightning: the step-suffixed callback metrics
             step = {k[:-5]: v for k, v in trainer.callback_metrics.items() if k.endswith("_step")}
             values = without_step_twins(numbers(step))
