@@ -213,28 +213,39 @@ def scope_of(store: Store, *, run: str | None = None, lineage: str | None = None
     return Scope(None, "the whole store")
 
 
-def local_copy(store: Store, scope: Scope) -> pyoxigraph.Store:
-    """An in-memory Oxigraph store holding what ``scope`` covers: every graph of the store
-    but the ontologies (a graph declaring an ``owl:Ontology``), or every triple whose subject
-    is a node of the scope (in the default graph)."""
+def data_copy(store: Store) -> pyoxigraph.Store:
+    """An in-memory Oxigraph store holding ``store``'s data: every graph but the ontologies'
+    (a graph declaring an ``owl:Ontology``: provkg's, PROV-O and ML Schema as ``provkg init``
+    loads them, a vocabulary loaded with ``provkg load --graph``). What exports and
+    ``provkg validate`` read."""
     import pyoxigraph as ox
 
     copy = ox.Store()
-    if scope.nodes is None:
-        dump = io.BytesIO()
-        try:
-            store.dump(dump)
-        except StoreError:  # a SPARQL server has no dump of its own here: its triples, bar ontologies'
-            triples = store.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ ?s ?p ?o FILTER NOT EXISTS "
-                                      f"{{ GRAPH ?g {{ ?s ?p ?o . ?ont a <{OWL.Ontology}> }} }} }}")
-            copy.bulk_load("".join(f"{s} {p} {o} .\n" for s, p, o in triples).encode("utf-8"),
-                           format=ox.RdfFormat.N_TRIPLES)
-            return copy
-        copy.bulk_load(dump.getvalue(), format=ox.RdfFormat.N_QUADS)
-        ontologies = copy.query(f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?o a <{OWL.Ontology}> }} }}")
-        for row in list(ontologies):  # type: ignore[arg-type]
-            copy.remove_graph(row["g"])
+    dump = io.BytesIO()
+    try:
+        store.dump(dump)
+    except StoreError:  # a SPARQL server has no dump of its own here: its triples, bar ontologies'
+        triples = store.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ ?s ?p ?o FILTER NOT EXISTS "
+                                  f"{{ GRAPH ?g {{ ?s ?p ?o . ?ont a <{OWL.Ontology}> }} }} }}")
+        copy.bulk_load("".join(f"{s} {p} {o} .\n" for s, p, o in triples).encode("utf-8"),
+                       format=ox.RdfFormat.N_TRIPLES)
         return copy
+    copy.bulk_load(dump.getvalue(), format=ox.RdfFormat.N_QUADS)
+    ontologies = copy.query(f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?o a <{OWL.Ontology}> }} }}")
+    for row in list(ontologies):  # type: ignore[arg-type]
+        copy.remove_graph(row["g"])
+    return copy
+
+
+def local_copy(store: Store, scope: Scope) -> pyoxigraph.Store:
+    """An in-memory Oxigraph store holding what ``scope`` covers: the store's data
+    (:func:`data_copy`), or every triple whose subject is a node of the scope (in the
+    default graph)."""
+    import pyoxigraph as ox
+
+    if scope.nodes is None:
+        return data_copy(store)
+    copy = ox.Store()
     for chunk in _chunks(scope.nodes):
         triples = store.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {_values('s', chunk)} ?s ?p ?o }}")
         text = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)

@@ -13,7 +13,6 @@ store: a tool for tests, CI and audits of stores of demo size, not for a 10 M-tr
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provkg.errors import BadParameter, NotFound
-from provkg.ontology import all_ontology_paths, import_paths, ontology_iri, ontology_names, ontology_path
+from provkg.ontology import all_ontology_paths, import_paths, ontology_path
 
 if TYPE_CHECKING:  # rdflib and pyshacl are imported lazily: only validation needs them
     import rdflib
@@ -201,29 +200,19 @@ def _shape_name(shapes: rdflib.Graph, shape: Any) -> str:
 
 
 def store_graph(store: Store) -> rdflib.Graph:
-    """The union of ``store``'s graphs but the ontologies' (read as one N-Quads dump): the
-    graphs of provkg's ontologies and any named graph declaring an ``owl:Ontology`` (PROV-O and
-    ML Schema as ``provkg init`` loads them, a vocabulary loaded with ``provkg load --graph``)."""
-    import pyoxigraph as ox
+    """The union of ``store``'s data graphs, the ontologies' left out (as exports read it:
+    :func:`provkg.service.export_graph.data_copy`), as an rdflib graph for pyshacl."""
     import rdflib
 
-    buffer = io.BytesIO()
-    store.dump(buffer)
-    quads = list(ox.parse(buffer.getvalue(), format=ox.RdfFormat.N_QUADS))
-    a, ontology_class = ox.NamedNode(_RDF_TYPE), ox.NamedNode(_OWL_ONTOLOGY)
-    skip = {ox.NamedNode(ontology_iri(name)) for name in ontology_names()}
-    skip |= {q.graph_name for q in quads if q.predicate == a and q.object == ontology_class
-             and isinstance(q.graph_name, ox.NamedNode)}
+    from provkg.service.export_graph import data_copy
+
     graph = rdflib.Graph()
     add = graph.add
-    for quad in quads:
-        if quad.graph_name not in skip:
-            add((_rdflib_term(quad.subject), _rdflib_term(quad.predicate), _rdflib_term(quad.object)))
+    for quad in data_copy(store):
+        add((_rdflib_term(quad.subject), _rdflib_term(quad.predicate), _rdflib_term(quad.object)))
     return graph
 
 
-_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-_OWL_ONTOLOGY = "http://www.w3.org/2002/07/owl#Ontology"
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
 
