@@ -69,6 +69,11 @@ transformations:
 
 WORKFLOW = "flower-training"
 
+#: the spec with its innermost sections kept ``full`` (no rollups): for tests of a spec that
+#: comes after its events, which gives what was stored before no rollups
+SPEC_YAML_FULL = (SPEC_YAML.replace("    of: epoch\n", "    of: epoch\n    granularity: full\n")
+                  .replace("    of: validation\n", "    of: validation\n    granularity: full\n"))
+
 
 def lifecycle_spec(text: str = SPEC_YAML) -> Spec:
     return parse_spec(text, source="<lifecycle spec>")

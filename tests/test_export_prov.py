@@ -91,7 +91,8 @@ def test_prov_json_reads_back_with_the_store_s_counts(golden: tuple[str, str], t
     with open_store(url, read_only=True) as store:
         expected = store_counts(store)
     assert document_counts(document) == expected
-    assert expected["activities"] == 9 and expected["usages"] == 12 and expected["generations"] == 10
+    assert expected["activities"] == 9 and expected["usages"] == 12
+    assert expected["generations"] == _generations(schema)
     assert f"{expected['activities']} activities" in said and f"{expected['derivations']} derivations" in said
 
 
@@ -150,13 +151,19 @@ def test_prov_xml_is_written_by_prov_and_reads_back(golden: tuple[str, str], tmp
     assert back["activities"] == 9
 
 
+def _generations(schema: str) -> int:
+    """The golden lifecycle's 10, and in the PROVLake layouts its 2 rollups (an epoch's, a
+    validation's: PROV entities their parents generated)."""
+    return 10 if schema == "sprov" else 12
+
+
 def test_one_run_holds_its_executions_values_and_agents(golden: tuple[str, str], tmp_path: Path) -> None:
-    url, _ = golden
+    url, schema = golden
     export(str(tmp_path / "run.json"), "--run", "run-1", "--store", url)
     document = prov.read(str(tmp_path / "run.json"), format="json")
     counts = document_counts(document)
-    assert counts["activities"] == 9 and counts["usages"] == 12 and counts["generations"] == 10
-    assert counts["agents"] >= 1
+    assert counts["activities"] == 9 and counts["usages"] == 12
+    assert counts["generations"] == _generations(schema) and counts["agents"] >= 1
 
 
 def test_a_lineage_holds_what_the_model_was_made_from_and_no_later_use(golden: tuple[str, str],

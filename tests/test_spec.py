@@ -25,7 +25,8 @@ def test_the_lifecycle_spec_parses_with_its_structure() -> None:
     slices = spec.transformation("training").attribute("slices")
     assert slices.role == "dataset_characteristic"
     assert slices.concept_iri == "https://w3id.org/provkg/seismic#numberOfSlices"
-    assert spec.transformation("epoch").granularity == "full"
+    assert spec.transformation("epoch").granularity is None  # unset: resolved by the spec
+    assert spec.granularity("epoch") == "full" and spec.granularity("batch") == "both"
 
 
 def test_a_json_spec_reads_like_yaml(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Section summaries (``granularity: summary``) are exact whatever the order, the chunking into
+"""Section summaries (rollups: ``granularity: summary`` or ``both``) are exact whatever the order, the chunking into
 ingest sessions and the re-deliveries of the events (docs/reference/wire-format.md, docs/reference/graph.md "Section summaries").
 
 The lifecycle is the query tests' one (``tests/lifecycle.py``: captured with the capture library,
@@ -40,12 +40,13 @@ def lc() -> Lifecycle:
     return build_lifecycle()
 
 
-@pytest.fixture(scope="module")
-def summary_specs(lc: Lifecycle) -> list[Spec]:
+@pytest.fixture(scope="module", params=["summary", "both"])
+def summary_specs(lc: Lifecycle, request) -> list[Spec]:
+    """The lifecycle's specs with the batches kept as rollups only, or beside the batches."""
     from lifecycle import SPECS
 
-    specs = [parse_spec(_summary_spec(text)) for text in SPECS.values()]
-    assert sum(t.granularity == "summary" for s in specs for t in s.transformations) == 2
+    specs = [parse_spec(_summary_spec(text, request.param)) for text in SPECS.values()]
+    assert sum(t.granularity == request.param for s in specs for t in s.transformations) == 2
     return specs
 
 
@@ -118,8 +119,10 @@ def _ends_first(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def reference(lc: Lifecycle, summary_specs: list[Spec], tmp_path_factory: pytest.TempPathFactory):
     """(answers at granularity full, the graph of one in-order session with summaries)."""
     tmp = tmp_path_factory.mktemp("reference")
+    from lifecycle import SPECS
+
     full = _open(tmp, "full", lc)
-    ingest_events(full, lc.events, specs=lc.specs)
+    ingest_events(full, lc.events, specs=[parse_spec(_summary_spec(t, "full")) for t in SPECS.values()])
     answers = _answers(full, lc)
     full.close()
     # the reference answers are the plan's
@@ -131,9 +134,12 @@ def reference(lc: Lifecycle, summary_specs: list[Spec], tmp_path_factory: pytest
     _same(_answers(summarised, lc), answers)
     graph = everything(summarised)
     summarised.close()
-    # the batches are summarised: no execution of theirs is stored, their parents' summaries are
+    # the batches are summarised: with granularity summary, no execution of theirs is stored;
+    # with both, every one is; their parents' summaries are
     batch = "<" + mint_iri("spec", "flower-training", "batch") + ">"
-    assert not any(o == batch and s.startswith("<" + mint_iri("task", "")) for s, _, o in graph)
+    kept = sum(o == batch and s.startswith("<" + mint_iri("task", "")) for s, _, o in graph)
+    spec = next(s for s in summary_specs if s.transformation("batch"))
+    assert (kept > 0) == (spec.granularity("batch") == "both")
     assert sum(o == batch and s.startswith("<" + mint_iri("summary", "")) for s, _, o in graph) == \
         sum(len(t.epochs) for t in lc.trainings)
     return answers, graph

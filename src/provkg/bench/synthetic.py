@@ -75,7 +75,8 @@ class Shape:
     measures: tuple[str, ...] = ("loss", "accuracy")
     seed: int = 2020
     #: ``full``: every batch as triples (the paper); ``summary``: batches kept as one summary
-    #: per epoch (spec ``granularity: summary``, docs/reference/graph.md)
+    #: per epoch (spec ``granularity: summary``, docs/reference/graph.md); ``both``: every
+    #: batch and the per-epoch rollups
     granularity: str = "full"
 
 
@@ -123,7 +124,8 @@ def spec_texts(shape: Shape = PAPER_SHAPE) -> dict[str, str]:
         + "".join(_attr(n, "dataset") for n in ("train_set", "validation_set", "test_set"))
     )
     measures = "".join(_attr(m, "evaluation_measure") for m in shape.measures)
-    granularity = "    granularity: summary\n" if shape.granularity == "summary" else ""
+    # spelled out: an innermost section left unset would get rollups (``both``)
+    granularity = f"    granularity: {shape.granularity}\n"
     learning = (
         f"workflow: {LEARNING_WORKFLOW}\nphase: learning\ntransformations:\n"
         "  - name: training\n    kind: training\n    used:\n"

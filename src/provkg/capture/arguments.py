@@ -156,9 +156,9 @@ def task_fields(*, kind: object, granularity: object) -> dict[str, Any] | None:
         else:
             report_once(("kind", str(kind)[:40]), f"task kind must be one of {', '.join(KINDS)}; ignored")
     if granularity is not None:
-        if granularity in ("full", "summary"):
+        if granularity in ("full", "summary", "both"):
             out["granularity"] = granularity
         else:
             report_once(("granularity", str(granularity)[:40]),
-                        "task granularity must be 'full' or 'summary'; ignored")
+                        "task granularity must be 'full', 'summary' or 'both'; ignored")
     return out or None

@@ -384,7 +384,8 @@ class Workflow:
             kind: what the transformation is (``training``, ``validation``, ``evaluation``,
                 ``section``, ``adaptation``...: a spec's ``kind``), for a workflow without a
                 written spec; a written spec wins.
-            granularity: a section kept ``"full"`` or as per-parent ``"summary"``.
+            granularity: a section kept ``"full"``, as per-parent ``"summary"`` (rollups)
+                only, or ``"both"`` (the default for an innermost section).
         """
         task = Task(self, transformation, parent, index, used, dependencies)
         if kind is not None or granularity is not None:

@@ -193,6 +193,8 @@ def _forget_previous(store: Store, out: Path) -> None:
     """Delete the demo's earlier provenance (its runs, tasks and values) and the files it
     wrote in ``out`` (only those: ``out`` may be a folder that holds other things)."""
     prefixes = [mint_iri(kind, RUN_PREFIX) for kind in ("run", "task", "value")]
+    # the rollups of its epochs too: left, a new run's rollups would merge the old facts
+    prefixes += [mint_iri("summary", kind, RUN_PREFIX) for kind in ("run", "task")]
     prefixes.append(mint_iri("value", out.as_uri() + "/"))
     test = " || ".join(f"STRSTARTS(STR(?s), {literal(p)})" for p in prefixes)
     store.update(f"DELETE {{ ?s ?p ?o }} WHERE {{ ?s ?p ?o FILTER({test}) }}")

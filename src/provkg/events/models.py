@@ -313,8 +313,8 @@ class TaskEvent(_EventBase):
     dependencies: list[Id] | None = None
     #: what the transformation is (a spec's ``kind``), for a workflow without a written spec
     kind: Kind | None = None
-    #: sections: kept in full or as per-parent summaries (a spec's ``granularity``)
-    granularity: Literal["full", "summary"] | None = None
+    #: sections: kept in full, as per-parent summaries, or both (a spec's ``granularity``)
+    granularity: Literal["full", "summary", "both"] | None = None
 
 
 Event = Annotated[WorkflowEvent | TaskEvent, Field(discriminator="type")]

@@ -353,7 +353,9 @@ class BatchLog:
     __slots__ = ("name", "granularity", "_began", "_done")
 
     def __init__(self, name: str = "batch", granularity: str = "full") -> None:
-        self.name, self.granularity = name, granularity
+        # batches="full" keeps every batch and, as any innermost section by default, the
+        # per-epoch rollups the queries read
+        self.name, self.granularity = name, "both" if granularity == "full" else granularity
         self._began: tuple[int | None, float] | None = None
         self._done: list[tuple[int | None, float, float, Any]] = []
 

@@ -119,13 +119,14 @@ def _map_one(e: dict[str, Any], st: MapState, out: list[Triple]) -> None:
                 st.summary_in_full[(wt.name, tt.name)] += 1
             sprov.map_task_event(e, st, out, wt, tt)
             return
-        if tt.summary:
+        if tt.summary:  # rollups; with granularity both, the execution in full as well
             if st.summaries is None:
                 st.summaries = SectionSummaries(st)
             st.summaries.add(e, wt, tt)
-            if e["event"] == "end":
-                out.extend(st.summaries.close(e, wt))
-            return
+            if not tt.detail:
+                if e["event"] == "end":
+                    out.extend(st.summaries.close(e, wt))
+                return
         retro.map_task_event(e, st, out, wt, tt)
         if e["event"] == "end" and (st.summaries is not None or wt.summary_parents):
             if st.summaries is None:  # a parent may end before its first section arrives

@@ -98,7 +98,8 @@ class TransformationTerms:
     term: str                    # <spec/wf/tr>
     execution_class: str         # class of its executions in the chosen schema
     known: bool                  # the spec declares it
-    summary: bool = False        # granularity: summary (kept as per-parent summaries)
+    summary: bool = False        # granularity summary or both: per-parent summaries (rollups)
+    detail: bool = True          # granularity full or both: every execution
     #: name -> (term, value class, declared by the spec)
     attributes: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
     kind: str = "transformation"
@@ -130,14 +131,14 @@ def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) 
         exec_class = (typed.execution_class(t.kind, spec.stage_kind(t.name)) if is_typed
                       else PL.DataTransformationExecution)
         tt = TransformationTerms(name=t.name, term=mint.spec(name, t.name), execution_class=exec_class,
-                                 known=True, summary=t.kind == "section" and t.granularity == "summary",
-                                 kind=t.kind)
+                                 known=True, summary=t.kind == "section" and spec.summarised(t.name),
+                                 detail=spec.detailed(t.name), kind=t.kind)
         for a in [*t.used, *t.generated]:
             if a.name not in tt.attributes:
                 vclass = typed.VALUE_CLASS[a.role] if is_typed else PL.AttributeValue
                 tt.attributes[a.name] = (mint.spec(name, t.name, a.name), vclass, True)
         wt.transformations[t.name] = tt
-    summarised = [t for t in spec.transformations if t.kind == "section" and t.granularity == "summary"]
+    summarised = [t for t in spec.transformations if t.kind == "section" and spec.summarised(t.name)]
     wt.has_summaries = bool(summarised)
     wt.summary_parents = frozenset(t.of for t in summarised if t.of)
     return wt

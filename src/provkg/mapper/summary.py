@@ -378,7 +378,8 @@ class SectionSummaries:
                     self._add(("run", args[0]["workflow_id"]), *args)
                 continue
             del self.waiting[tid]
-            self.orphans += 1
+            if any(not tt.detail for _, _, tt in events):
+                self.orphans += 1
             t = self.st.mint.task(tid)
             self._orphan_records += [(t, PK.pendingEvent, event_json(e)) for e, _, _ in events]
 
@@ -412,7 +413,9 @@ class SectionSummaries:
         out: list[Triple] = []
         for rec in self.open.values():
             out += self._emit(rec, ended=rec.ended)
-            if not rec.ended and rec.sections:
+            # said only where the sections are kept as summaries alone: with ``both`` their
+            # executions are stored and answer until the parent ends
+            if not rec.ended and any(not sec.tt.detail for sec in rec.sections.values()):
                 self.parked += 1
         out += self._orphan_records
         self.retract.difference_update(self._orphan_records)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from provkg.queries import parts as P
-from provkg.queries.builder import duration, group, lineage, optional, select, subquery, union
+from provkg.queries.builder import duration, lineage, optional, select, subquery, union
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 
@@ -278,10 +278,10 @@ def q3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
 
 
 def _batch_times(schema: str, dialect: str) -> Where:
-    """Batches ``?batch`` of epochs ``?epoch_exec`` (index ``?epoch``) of ``?training``,
-    with their duration ``?s``."""
+    """Batches ``?batch`` of epochs ``?epoch_exec`` (index ``?epoch``) of ``?training``
+    that have no rollup, with their duration ``?s``."""
     return [P.section("?epoch_exec", "?training", "training", schema),
-            P.link("?epoch_exec provkg:index ?epoch"),
+            P.without_rollup("?epoch_exec provkg:index ?epoch", "?epoch_exec"),
             P.section("?batch", "?epoch_exec", "training", schema),
             P.link("?batch prov:startedAtTime ?begin", "?batch prov:endedAtTime ?end"),
             *duration("?begin", "?end", "?s", dialect=dialect)]
@@ -293,15 +293,14 @@ _SOME_BATCH = "COUNT(?batch) > 0"
 
 
 def _summarised_epochs(schema: str, **stats: str) -> Where:
-    """Epochs ``?epoch_exec`` (index ``?epoch``) of ``?training`` whose batches are kept as a
-    summary (spec ``granularity: summary``) and not in full, with the summary's ``stats``
-    (property -> var). An epoch can have both: its batches ingested in full, then the same
-    events again after the spec switched to summaries; the full batches answer then, so q4
-    lists no such epoch twice. One lookup per summarised epoch."""
+    """Epochs ``?epoch_exec`` (index ``?epoch``) of ``?training`` whose batches have a rollup
+    (spec ``granularity: summary`` or ``both``), with the rollup's ``stats`` (property ->
+    var). The rollup answers for its epoch whether or not the batches are kept too; the full
+    branch skips such epochs (:func:`provkg.queries.parts.without_rollup`). One lookup per
+    epoch."""
     return [P.section("?epoch_exec", "?training", "training", schema),
             P.link("?epoch_exec provkg:index ?epoch"),
-            P.section_summary("?epoch_exec", "?sum", **stats),
-            "FILTER NOT EXISTS " + group([P.section("?kept", "?epoch_exec", "training", schema)])]
+            P.section_summary("?epoch_exec", "?sum", **stats)]
 
 
 def _summaries_per_epoch(where: Where, schema: str, *, extremes: bool) -> str:
@@ -333,7 +332,7 @@ def q4(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
          f"({_double('AVG(?s)')} AS ?avg_seconds)", f"({_double('MIN(?s)')} AS ?min_seconds)",
          f"({_double('MAX(?s)')} AS ?max_seconds)"],
         [*anchor, *_batch_times(schema, dialect)], group_by=["?training", "?epoch"], having=_SOME_BATCH)
-    # epochs whose batches were kept only as a summary: the same figures, read, not computed
+    # epochs whose batches have a rollup: the same figures, read, not computed
     summarised = _summaries_per_epoch(anchor, schema, extremes=True)
     return select(columns, [union([full], [summarised])],
                   order_by=["STR(?training)", "?epoch"])
@@ -409,10 +408,11 @@ def _best_batch_measure(anchor: Where, stage_var: str, kind: str, key: str, out:
     numeric = "FILTER(isNumeric(?bv))"
     per_epoch = subquery([key, "?ep", f"({agg}(?bv) AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
+        P.without_rollup(f"?ep prov:wasInformedBy {stage_var}", "?ep"),
         P.section("?batch", "?ep", kind, schema),
         P.model_evaluation("?batch", "?bl", "?bv", schema, name="?measure"), numeric],
         group_by=[key, "?ep"], having="COUNT(?bv) > 0")
-    # epochs whose batches were kept only as a summary (spec ``granularity: summary``)
+    # epochs whose batches have a rollup (spec ``granularity: summary`` or ``both``)
     summarised = subquery([key, "?ep", f"({out}_sv AS {out}_ep)"], [
         *anchor, P.section("?ep", stage_var, kind, schema),
         P.section_summary("?ep", "?sum", measure="?measure", **{stat: f"{out}_sv"})])

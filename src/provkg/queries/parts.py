@@ -40,6 +40,7 @@ __all__ = [
     "role_value",
     "section",
     "section_summary",
+    "without_rollup",
     "stage",
     "stars",
     "workflow_stage",
@@ -185,6 +186,20 @@ def section_summary(parent: str, var: str, *, measure: str | None = None,
                      f"{m}_attr rdfs:label {measure}"]
         patterns += [f"{m} provkg:{k} {v}" for k, v in stats.items() if k in value_stats]
     return Part("section summary", tuple(patterns))
+
+
+def without_rollup(pattern: str, parent: str) -> str:
+    """``pattern`` (one that binds ``parent``, and only it of the filter's variables) where
+    ``parent`` has no rollup (``provkg:hasSectionSummary``): the full-detail branch of a
+    query answers for such parents, the rollup branch for the others. A rollup is computed
+    from the very events the detail holds (granularity ``both``), so either gives the same
+    figures; the rollup reads one node instead of every batch.
+
+    The filter sits in a group of its own with ``pattern``: there Oxigraph drops a rolled-up
+    parent before it reads its batches (Q7 typed at scale 0.1: 10 ms, 192 ms without the
+    rollups), where beside the batch patterns it ran after all of them (no faster than
+    without rollups) and in one group with the parent's class pattern after a scan of them."""
+    return f"{{ {pattern} . FILTER NOT EXISTS {{ {parent} provkg:hasSectionSummary ?rolled_up }} }}"
 
 
 def role_value(var: str, role: str | tuple[str, ...], schema: str, *, name: str | None = None,

@@ -73,6 +73,7 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
         if sections:  # a section's end, mapped without the spec, said it was a top-level task
             store.update(f"DELETE {{ ?x {PL.isPartOf} ?r }} WHERE {{ VALUES ?t {{ {sections} }} "
                          f"?x {P.wasInfluencedBy} ?t ; {PL.isPartOf} ?r }}")
+        _drop_rollups(store, spec, replaced, mint)
         was = {t.name for old in replaced for t in old.transformations if t.kind == "section"}
         if was - now:  # sections no more: their executions are the run's own tasks, as a fresh
             # ingest with this spec makes them (else they are left in no run)
@@ -90,6 +91,21 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
     n += store.add([(wf, PK.specDocument, document)])
     _done_registering(store, wf)
     return n
+
+
+def _drop_rollups(store: Store, spec: Spec, replaced: list[Spec], mint: Minter) -> None:
+    """Delete the rollups of sections the replaced specs kept beside their executions
+    (``both``) and ``spec`` no longer summarises: the queries would read them before the
+    executions. Rollups of ``summary`` sections stay (the only record of their executions)."""
+    gone = sorted({t.name for old in replaced for t in old.transformations
+                   if old.summarised(t.name) and old.detailed(t.name) and not spec.summarised(t.name)})
+    if not gone:
+        return
+    terms = " ".join(mint.spec(spec.workflow, name) for name in gone)
+    store.update(f"DELETE {{ ?p {PK.hasSectionSummary} ?s . ?s ?x ?y . ?m ?mx ?my }} WHERE {{ "
+                 f"VALUES ?t {{ {terms} }} ?s {P.wasInfluencedBy} ?t ; {A} {PK.SectionSummary} ; ?x ?y . "
+                 f"OPTIONAL {{ ?p {PK.hasSectionSummary} ?s }} "
+                 f"OPTIONAL {{ ?s {PK.hasMeasureSummary} ?m . ?m ?mx ?my }} }}")
 
 
 def _done_registering(store: Store, wf: str) -> None:
@@ -132,7 +148,10 @@ def _registered(store: Store, wf: str, document: str, prospective: list[Triple])
 def spec_data(spec: Spec) -> dict[str, Any]:
     """``spec`` as JSON-ready data, every default spelled out and no None (what the store keeps,
     and what ``GET /v1/specs`` answers)."""
-    return spec.model_dump(mode="json", exclude_none=True)
+    data = spec.model_dump(mode="json", exclude_none=True)
+    for t in data["transformations"]:  # an unset granularity as the spec resolves it
+        t["granularity"] = spec.granularity(t["name"])
+    return data
 
 
 def spec_document(spec: Spec) -> str:

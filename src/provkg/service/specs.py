@@ -34,7 +34,7 @@ def spec_rows(specs: Mapping[str, Spec]) -> Rows:
         [s.workflow, s.phase, len(s.transformations),
          sum(t.kind not in ("section", "transformation") for t in s.transformations),
          sum(t.kind == "section" for t in s.transformations),
-         ", ".join(t.name for t in s.transformations if t.granularity == "summary") or None]
+         ", ".join(t.name for t in s.transformations if s.granularity(t.name) == "summary") or None]
         for _, s in sorted(specs.items())])
 
 

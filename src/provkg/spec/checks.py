@@ -85,14 +85,15 @@ def check_spec(spec: Spec, report: Report) -> None:
                            "the chain must end at a stage (training, validation, ...)")
         elif t.of is not None:
             report.add(where + ("of",), f"only sections have `of` (this one is kind {t.kind!r})")
-        if t.granularity != "full" and t.kind != "section":
+        if t.granularity not in (None, "full") and t.kind != "section":
             report.add(where + ("granularity",), "only sections have a granularity")
-        elif t.granularity != "full" and spec.has_sections(t.name):
+        elif t.granularity not in (None, "full") and spec.has_sections(t.name):
             # its executions would be summaries only, and the sections of it would hang
             # from executions the graph no longer holds (q4, q5 and q7 would lose every
             # batch of such epochs)
             report.add(where + ("granularity",), "only an innermost section (no section is `of` "
-                       "it) may be kept as a summary: summarise the sections inside it instead")
+                       "it) may be kept as a summary or with rollups (`both`): summarise the "
+                       "sections inside it instead")
         _check_attributes(t, where, stores, report)
 
 

@@ -16,8 +16,8 @@ def spec_changes(old: Spec, new: Spec) -> list[str]:
     """What registering ``new`` changes for a workflow that had ``old``, one item per kind of
     change: ``transformations added: eval``, ``transformations changed: training (used -lr
     +learning_rate)``, ``phase learning -> preparation``; empty when nothing that maps differs."""
-    mine = {t.name: t for t in new.transformations}
-    theirs = {t.name: t for t in old.transformations}
+    mine = _resolved(new)
+    theirs = _resolved(old)
     parts = []
     for what, names in (("added", sorted(mine.keys() - theirs.keys())),
                         ("removed", sorted(theirs.keys() - mine.keys()))):
@@ -34,6 +34,13 @@ def spec_changes(old: Spec, new: Spec) -> list[str]:
     if new.description != old.description:
         parts.append("description changed")
     return parts
+
+
+def _resolved(spec: Spec) -> dict[str, Transformation]:
+    """The spec's transformations by name, each granularity as the spec resolves it (an unset
+    one and the same one spelled out map alike)."""
+    return {t.name: t.model_copy(update={"granularity": spec.granularity(t.name)})
+            for t in spec.transformations}
 
 
 def _transformation_changes(old: Transformation, new: Transformation) -> str:

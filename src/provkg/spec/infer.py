@@ -6,7 +6,8 @@ callbacks and ``wf.task(..., kind=...)`` send). :func:`infer_specs` turns them i
 
 - ``guess=False`` (what ingest does for a workflow without a written spec): only what the
   events say — a task with a parent is a section ``of`` the parent's transformation, a
-  kind or role they carry is taken, everything else stays ``transformation`` / ``plain``;
+  kind or role they carry is taken, everything else stays ``transformation`` / ``plain``
+  (and a section ``full``: such a spec grows as events come, see :func:`_spec`);
   a workflow whose events say nothing of the kind has no spec;
 - ``guess=True`` (``provkg spec infer``): also the kinds and roles names suggest (``train``
   a training, ``loss`` generated an evaluation measure, ``lr`` used a hyperparameter, a value
@@ -118,7 +119,7 @@ def _note_task(flow: _Workflow, e: Mapping[str, Any], transformation_of: dict[st
         draft.of = draft.of or parent
         if draft.kind is None:
             draft.kind = "section"
-    if e.get("granularity") in ("full", "summary"):
+    if e.get("granularity") in ("full", "summary", "both"):
         draft.granularity, flow.said = e["granularity"], True
     for key, into in (("used", draft.used), ("generated", draft.generated)):
         for item in e.get(key) or ():
@@ -153,7 +154,9 @@ def _spec(flow: _Workflow, *, guess: bool) -> InferredSpec:
                 attrs[key].append(Attribute(name=name, role=role))  # type: ignore[arg-type]
         transformations.append(Transformation(
             name=d.name, kind=kind, of=of, used=attrs["used"], generated=attrs["generated"],  # type: ignore[arg-type]
-            granularity=(d.granularity or "full") if kind == "section" else "full"))  # type: ignore[arg-type]
+            # ingest's captured specs grow as events come: a section left unset would be innermost
+            # (``both``) until its own sections arrived, so there unsaid means ``full``
+            granularity=(d.granularity or (None if guess else "full")) if kind == "section" else None))  # type: ignore[arg-type]
     kinds = {t.kind for t in transformations}
     phase = flow.phase if flow.phase in ("curation", "preparation", "learning") else (
         "learning" if kinds & _LEARNING_KINDS else "preparation")
@@ -229,7 +232,9 @@ def _merge_transformation(old: Transformation, new: Transformation) -> Transform
     kind = new.kind if old.kind == "transformation" else old.kind
     return Transformation(name=old.name, kind=kind, of=old.of or new.of, used=attrs(old.used, new.used),
                           generated=attrs(old.generated, new.generated),
-                          granularity=new.granularity if old.granularity == "full" else old.granularity,
+                          # "full" is also what a captured draft says when its events said nothing
+                          granularity=(new.granularity if new.granularity not in (None, "full")
+                                       else old.granularity or new.granularity),
                           description=old.description)
 
 
@@ -247,8 +252,8 @@ def spec_yaml(found: InferredSpec) -> str:
         lines.append(f"    kind: {t.kind}" + ("  # guessed" if t.name in marks else ""))
         if t.of:
             lines.append(f"    of: {q(t.of)}")
-        if t.granularity != "full":
-            lines.append(f"    granularity: {t.granularity}")
+        if t.kind == "section":  # spelled out: the reviewer sees what the draft keeps
+            lines.append(f"    granularity: {spec.granularity(t.name)}")
         for key, attrs in (("used", t.used), ("generated", t.generated)):
             if attrs:
                 lines.append(f"    {key}:")

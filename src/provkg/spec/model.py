@@ -72,8 +72,10 @@ class Transformation(_Model):
     of: Name | None = None
     used: list[Attribute] = Field(default_factory=list)
     generated: list[Attribute] = Field(default_factory=list)
-    #: sections only: ``summary`` keeps per-section summaries on the parent instead of every execution
-    granularity: Literal["full", "summary"] = "full"
+    #: sections only: ``full`` keeps every execution, ``summary`` per-parent summaries (rollups)
+    #: instead, ``both`` every execution and the rollups. Unset, an innermost section is
+    #: ``both`` and anything else ``full`` (resolved by the :class:`Spec` holding it)
+    granularity: Literal["full", "summary", "both"] | None = None
     description: StrictStr | None = None
 
     def attribute(self, name: str) -> Attribute | None:
@@ -143,6 +145,25 @@ class Spec(_Model):
         """Whether a section of this spec is ``of`` transformation ``name`` (a section without
         any is innermost: the batches)."""
         return name in self._parents
+
+    def granularity(self, name: str) -> str:
+        """How transformation ``name``'s executions are kept: its ``granularity``, or when
+        unset ``both`` for an innermost section (rollups beside the detail, which the
+        queries read) and ``full`` for anything else."""
+        t = self._by_name.get(name)
+        if t is None:
+            return "full"
+        if t.granularity is not None:
+            return t.granularity
+        return "both" if t.kind == "section" and name not in self._parents else "full"
+
+    def summarised(self, name: str) -> bool:
+        """Whether transformation ``name`` keeps per-parent rollups (``summary`` or ``both``)."""
+        return self.granularity(name) in ("summary", "both")
+
+    def detailed(self, name: str) -> bool:
+        """Whether transformation ``name`` keeps every execution (``full`` or ``both``)."""
+        return self.granularity(name) != "summary"
 
     def stage_kind(self, name: str) -> str | None:
         """The kind of the stage a transformation belongs to: its own kind, or for a

@@ -1,0 +1,180 @@
+"""Rollups beside the detail (granularity ``both``, an innermost section's default): each ended
+epoch's rollup equals the one computed here in Python from the events ingested, whatever their
+order, chunking into sessions, re-deliveries, or how much of the run has arrived (the online
+case: epochs still running have none and are answered from their batches); q4 answers what the
+batches say either way (docs/reference/graph.md "Rollups")."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mapper_support import SPEC_YAML, lifecycle_events, lifecycle_spec
+
+from provkg.service.ingest import Ingestor
+from provkg.service.querying import run_query
+from provkg.store import Store, open_store
+from provkg.term import mint_iri
+from provkg.vocab import PREFIXES
+
+SPEC = lifecycle_spec(SPEC_YAML)  # no granularity written: the batches get rollups
+EVENTS = lifecycle_events(trainings=2, epochs=3, batches=4)
+TRAIN_SET = "file:///lake/train.h5"
+#: the spec's innermost sections (rolled up) -> their parents' transformation
+INNERMOST = {"batch": "epoch", "val_epoch": "validation"}
+PREFIX = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
+
+ROLLUPS = PREFIX + """
+SELECT ?epoch ?count ?timed ?min ?avg ?max ?values ?vmin ?vavg ?vmax WHERE {
+  ?epoch provkg:hasSectionSummary ?s .
+  ?s provkg:executionCount ?count ; provkg:timedCount ?timed .
+  OPTIONAL { ?s provkg:minSeconds ?min ; provkg:avgSeconds ?avg ; provkg:maxSeconds ?max }
+  OPTIONAL { ?s provkg:hasMeasureSummary ?m . ?m provkg:valueCount ?values ; provkg:minValue ?vmin ;
+             provkg:avgValue ?vavg ; provkg:maxValue ?vmax }
+}"""
+
+
+def test_an_innermost_section_keeps_its_detail_and_gets_rollups_by_default():
+    assert SPEC.granularity("batch") == "both" and SPEC.granularity("epoch") == "full"
+    assert SPEC.granularity("training") == "full" and SPEC.granularity("val_epoch") == "both"
+
+
+def _batches(events: list[dict[str, Any]], kinds=tuple(INNERMOST)) -> dict[str, dict[str, Any]]:
+    """Innermost section id -> its parent, begin / end time and losses, from whatever events
+    arrived."""
+    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"losses": set()})
+    for e in events:
+        if e.get("transformation") not in kinds:
+            continue
+        b = out[e["id"]]
+        if e.get("parent"):
+            b["parent"] = e["parent"]
+        b[e["event"]] = e["time"]
+        b["losses"].update(v["value"] for v in e.get("generated") or () if v["name"] == "loss")
+    return out
+
+
+def python_rollups(events: list[dict[str, Any]]) -> dict[str, tuple]:
+    """Parent IRI -> (count, timed, min / avg / max seconds, losses count / min / avg / max) of
+    its innermost sections, for every parent whose end arrived."""
+    parents = set(INNERMOST.values())
+    ended = {e["id"] for e in events if e.get("transformation") in parents and e["event"] == "end"}
+    by_epoch: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for b in _batches(events).values():
+        by_epoch[b["parent"]].append(b)
+    out = {}
+    for epoch in ended:
+        bs = by_epoch.get(epoch, [])
+        if not bs:
+            continue  # an epoch without batches has nothing to roll up
+        secs = [b["end"] - b["begin"] for b in bs if "begin" in b and "end" in b]
+        losses = [x for b in bs for x in b["losses"]]
+        out[mint_iri("task", epoch)] = (
+            len(bs), len(secs), *((min(secs), sum(secs) / len(secs), max(secs)) if secs else (None,) * 3),
+            *((len(losses), min(losses), sum(losses) / len(losses), max(losses)) if losses else (None,) * 4))
+    return out
+
+
+def stored_rollups(store: Store) -> dict[str, tuple]:
+    return {row[0]: tuple(row[1:]) for row in store.select(ROLLUPS).rows}
+
+
+def python_q4(events: list[dict[str, Any]]) -> list[list[Any]]:
+    """q4's rows from the events: per training that began on the train set and epoch, its
+    batches that began and ended."""
+    trainings = {e["id"] for e in events if e.get("transformation") == "training" and e["event"] == "begin"}
+    index = {e["id"]: e["index"] for e in events if e.get("transformation") == "epoch"}
+    parent = {e["id"]: e["parent"] for e in events if e.get("transformation") == "epoch" and e.get("parent")}
+    per: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for b in _batches(events, ("batch",)).values():
+        epoch = b["parent"]
+        if "begin" in b and "end" in b and parent.get(epoch) in trainings:
+            per[(mint_iri("task", parent[epoch]), index[epoch])].append(b["end"] - b["begin"])
+    return [[t, i, len(s), sum(s) / len(s), min(s), max(s)] for (t, i), s in sorted(per.items())]
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and abs(float(a) - float(b)) <= 1e-6
+    return a == b
+
+
+def _same(got: dict[str, tuple] | list[list[Any]], want: dict[str, tuple] | list[list[Any]]) -> bool:
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(_same([list(got[k])], [list(want[k])]) for k in got)
+    return len(got) == len(want) and all(
+        len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w)) for g, w in zip(got, want))
+
+
+def _ingest(store: Store, sessions: list[list[dict[str, Any]]], *, pipeline: bool) -> None:
+    for chunk in sessions:
+        session = Ingestor(store, specs=[SPEC], pipeline=pipeline)
+        try:
+            for i in range(0, len(chunk), 5):  # several batches per session, as the server's
+                session.ingest(chunk[i:i + 5])
+            session.finish()
+        finally:
+            session.close()
+
+
+def _check(store: Store, events: list[dict[str, Any]]) -> None:
+    got, want = stored_rollups(store), python_rollups(events)
+    assert _same(got, want), f"rollups\n got {got}\nwant {want}"
+    q4 = run_query(store, "q4", {"dataset": TRAIN_SET}).rows
+    assert _same(q4, python_q4(events)), f"q4\n got {q4}\nwant {python_q4(events)}"
+
+
+def test_a_whole_run_in_one_session_has_a_rollup_per_epoch_and_every_batch(tmp_path):
+    store = open_store(f"oxigraph:{tmp_path / 'store'}")
+    _ingest(store, [EVENTS], pipeline=True)
+    assert len(stored_rollups(store)) == 2 * 3 + 2  # epochs, and validations of their val_epochs
+    batches = store.select(PREFIX + "SELECT (COUNT(?b) AS ?n) WHERE { ?b prov:wasInfluencedBy ?t . "
+                                    "?t rdfs:label \"batch\" . ?b prov:startedAtTime ?x }").rows[0][0]
+    assert int(batches) == 2 * 3 * 4
+    _check(store, EVENTS)
+
+
+@pytest.mark.parametrize("upto", [0.3, 0.55, 0.8])
+def test_while_the_run_streams_in_ended_epochs_have_rollups_and_the_running_one_its_batches(tmp_path, upto):
+    store = open_store(f"oxigraph:{tmp_path / 'store'}")
+    arrived = EVENTS[:int(len(EVENTS) * upto)]
+    _ingest(store, [arrived[i:i + 7] for i in range(0, len(arrived), 7)], pipeline=False)
+    assert 0 < len(stored_rollups(store)) < 8
+    _check(store, arrived)
+    _ingest(store, [EVENTS[len(arrived):]], pipeline=False)  # the rest of the run
+    _check(store, EVENTS)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False), st.floats(0.05, 1.0), st.integers(1, 6), st.booleans())
+def test_any_order_chunking_duplication_and_prefix_gives_the_python_rollups(rnd, part, sessions, pipeline):
+    arrived = EVENTS[:max(1, int(len(EVENTS) * part))]
+    stream = arrived + [rnd.choice(arrived) for _ in range(rnd.randint(0, len(arrived) // 2))]
+    rnd.shuffle(stream)
+    cuts = sorted(rnd.sample(range(1, len(stream)), min(sessions, len(stream)) - 1)) if len(stream) > 1 else []
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    store = open_store("memory:")
+    try:
+        _ingest(store, chunks, pipeline=pipeline)
+        _check(store, arrived)
+    finally:
+        store.close()
+
+
+def test_the_queries_read_an_ended_epochs_rollup_not_its_batches(tmp_path):
+    store = open_store(f"oxigraph:{tmp_path / 'store'}")
+    _ingest(store, [EVENTS], pipeline=True)
+    q7 = run_query(store, "q7", {"dataset": TRAIN_SET}).rows
+    assert q7 and q7[0][1] == min(b["losses"].pop() for b in _batches(EVENTS, ("batch",)).values())
+    # every batch's times and measures taken away: the answers stay, read from the rollups
+    store.update(PREFIX + """DELETE { ?b prov:startedAtTime ?x . ?v prov:wasGeneratedBy ?b } WHERE {
+        ?b prov:wasInfluencedBy ?t . ?t rdfs:label "batch" . ?b prov:startedAtTime ?x .
+        OPTIONAL { ?v prov:wasGeneratedBy ?b } }""")
+    assert run_query(store, "q7", {"dataset": TRAIN_SET}).rows == q7
+    assert _same(run_query(store, "q4", {"dataset": TRAIN_SET}).rows, python_q4(EVENTS))
+    # and without the rollups, the batches that are left are all the queries have
+    store.update(PREFIX + "DELETE WHERE { ?e provkg:hasSectionSummary ?s }")
+    assert run_query(store, "q4", {"dataset": TRAIN_SET}).rows == []
