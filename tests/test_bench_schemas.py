@@ -73,6 +73,18 @@ def test_every_store_holds_every_triple_and_results_are_written(tiny_run: tuple[
     assert "| Q7 |" in md and "AllegroGraph" in md
 
 
+def test_the_rollup_backed_forms_answer_as_the_full_detail_on_every_store(tiny_run: tuple[dict, Path]) -> None:
+    doc, out = tiny_run
+    section = doc["rollups"]
+    assert all(section["datasets"][s]["triples"] > doc["datasets"][s]["triples"] for s in ("typed", "tagged"))
+    assert set(section["stores"]) == {"oxigraph", "memory", "oxigraph-server", "virtuoso"}
+    for store, results in section["stores"].items():
+        assert set(results) == {"q5", "q7"}, store
+        assert all(r["same_as_full_detail"] and r["identical"] for r in results.values()), (store, results)
+    md = next(out.glob("schemas-*.md")).read_text(encoding="utf-8")
+    assert "## Rollup-backed canned forms" in md and "**differ**" not in md
+
+
 def test_answers_that_differ_are_reported() -> None:
     a = Rows(["x", "y"], [[1, "a"], [2, "b"]])
     assert compare_answers(a, Rows(["x", "y"], [[2, "b"], [1, "a"]]), ordered=False) is None
@@ -137,3 +149,20 @@ def test_a_speedup_counts_only_between_identical_answers_and_from_1_3x() -> None
     assert targets["oxigraph q5 typed >= 1.3x faster"] == {"met": False, "why": "no answer within 0.03 s"}
     assert targets["oxigraph q5 <= 1 s"] == {"met": False, "why": "no answer within 0.03 s"}
     assert targets["oxigraph q1 <= 0.01 s"]["met"] and targets["oxigraph q7 <= 2 s"]["met"]
+
+
+def test_stores_this_machine_lacks_are_skipped_and_said_with_the_command_that_adds_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # a machine with the server extra only: no oxigraph server program, no Virtuoso
+    import provkg.bench.servers as servers
+
+    monkeypatch.setattr(servers, "_find_oxigraph", lambda: None)
+    monkeypatch.setattr(servers.shutil, "which", lambda *a, **k: None)
+    doc = run_experiment(scale=TINY, stores=["oxigraph", "oxigraph-server", "virtuoso"], out=tmp_path / "out",
+                         work=tmp_path / "work", queries=["q5"], timeout=120, budget=0.1, progress=False)
+    assert list(doc["stores"]) == ["oxigraph"] and "error" not in doc["stores"]["oxigraph"]
+    said = capsys.readouterr().err
+    assert "oxigraph-server: skipped" in said and "pip install 'oxigraph>=0.5,<0.6'" in said
+    assert "virtuoso: skipped" in said and "apt-get install virtuoso-opensource" in said
+    assert any(w.startswith("query plans left out") for w in doc["warnings"])
+    assert all("virtuoso: skipped" in p.read_text() for p in (tmp_path / "out").glob("schemas-*.md"))

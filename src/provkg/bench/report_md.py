@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from provkg.bench.rollups import rollup_lines
+
 __all__ = ["render_markdown"]
 
 _STORE_TITLES = {
@@ -62,6 +64,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     _loads(doc, add)
     _paper_table(doc, add)
     _query_tables(doc, add)
+    for line in rollup_lines(doc):
+        add(line)
     _targets(doc, add)
     _clauses(doc, add)
     if doc.get("problems") or doc.get("warnings"):

@@ -21,7 +21,7 @@ from typing import Any
 from provkg.bench import answers, synthetic
 from provkg.bench.dataset import DatasetReport, build_datasets
 from provkg.bench.plans import explain_oxigraph, explain_virtuoso
-from provkg.bench.servers import STORES, StoreRun, open_stores
+from provkg.bench.servers import STORES, StoreRun, open_stores, unavailable
 from provkg.bench.synthetic import Shape
 from provkg.bench.timing import Timing, measure_pair, ratio_spread
 from provkg.errors import ProvkgError, QueryTimeout, StoreError
@@ -231,14 +231,22 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
                    timeout: float = 300.0, budget: float = 60.0, rdflib_timeout: float = 60.0,
                    progress: bool = True,
                    plot: bool = True, explain: bool = True,
-                   explain_timeout: float = 1800) -> dict[str, Any]:
-    """The whole experiment; writes the results files and returns the results document."""
+                   explain_timeout: float = 1800, rollups: bool = True) -> dict[str, Any]:
+    """The whole experiment; writes the results files and returns the results document.
+    ``rollups``: also the rollup-backed canned forms (:mod:`provkg.bench.rollups`)."""
     from provkg.bench import report
 
     unknown = [s for s in stores if s not in STORES]
     if unknown:
         raise ProvkgError(f"--stores: unknown {', '.join(unknown)}; known: {', '.join(STORES)}")
     started = time.time()
+    skipped = {s: lack for s in stores if (lack := unavailable(s)) is not None}
+    for s, (reason, command) in skipped.items():
+        _say(f"{s}: skipped: {reason}; add it with: {command}")
+    stores = [s for s in stores if s not in skipped]
+    if not stores:
+        raise ProvkgError("no store to measure on this machine: " + "; ".join(
+            f"{s}: {command}" for s, (_, command) in skipped.items()))
     work = work.resolve()  # servers run in their own folders: relative paths would break
     shape = synthetic.shape_for_scale(scale)
     data_dir = work / f"scale-{scale:g}"
@@ -250,6 +258,8 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
     plans = plan_queries(shape, only=queries)
     doc = report.new_document(scale=scale, shape=shape, datasets=datasets, pipeline_s=pipeline_s,
                               plans=plans, started=started)
+    doc["warnings"] += [f"{s}: skipped: {reason}; add it with: {command}"
+                        for s, (reason, command) in skipped.items()]
     small: dict[str, DatasetReport] | None = None
     reference: dict[str, tuple[str, list[tuple]]] = {}
     no_answer: set[str] = set()
@@ -300,7 +310,19 @@ def run_experiment(*, scale: float, stores: list[str], out: Path, work: Path,
             name, run, results, rss=rss, loaded=loaded, shape=store_shape,
             datasets=store_sets, explained=explained)
         _say(report.store_summary(name, results))
-    if explain and "oxigraph" in stores:
+    if rollups:
+        from provkg.bench.rollups import measure_rollups
+
+        doc["rollups"] = measure_rollups(shape, stores, plans, data_dir, work, reference=reference,
+                                         timeout=timeout, budget=budget, progress=progress, say=_say)
+        for store, section in doc["rollups"].get("stores", {}).items():
+            for q, r in section.items():
+                if isinstance(r, dict) and "typed" in r and not r["same_as_full_detail"]:
+                    doc["problems"].append(f"{store} {q}: the rollup-backed answer differs from the full detail")
+    no_explain = unavailable("explain")
+    if explain and "oxigraph" in stores and no_explain is not None:
+        doc["warnings"].append(f"query plans left out: {no_explain[0]}; add it with: {no_explain[1]}")
+    elif explain and "oxigraph" in stores:
         doc["plans"] = explain_oxigraph(datasets, plans,
                                         out / f"schemas-plans-{report.scale_tag(scale)}",
                                         timeout=explain_timeout)
@@ -378,6 +400,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
         rdflib_timeout=getattr(args, "rdflib_timeout", None) or 60.0,
         progress=not getattr(args, "quiet", False),
         explain_timeout=getattr(args, "explain_timeout", None) or 1800.0,
+        rollups=not getattr(args, "no_rollups", False),
     )
     problems = doc.get("problems") or []
     for p in problems:

@@ -74,9 +74,25 @@ class StoreRun:
         return out
 
 
-def _oxigraph_binary() -> str:
+def unavailable(name: str) -> tuple[str, str] | None:
+    """Why store ``name`` cannot start on this machine and the one command that adds it, or
+    None when it can (so a run measures the stores it has, and says of the others)."""
+    if name in ("oxigraph-server", "explain") and _find_oxigraph() is None:
+        return ("the oxigraph server program is not installed (the `oxigraph` package)",
+                "pip install 'oxigraph>=0.5,<0.6'")
+    if name == "virtuoso" and not all(shutil.which(b) or shutil.which(b, path="/usr/sbin:/usr/bin")
+                                      for b in ("virtuoso-t", "isql-vt")):
+        return ("Virtuoso is not installed", "sudo apt-get install virtuoso-opensource")
+    return None
+
+
+def _find_oxigraph() -> str | None:
     candidate = Path(sys.executable).with_name("oxigraph")
-    found = str(candidate) if candidate.exists() else shutil.which("oxigraph")
+    return str(candidate) if candidate.exists() else shutil.which("oxigraph")
+
+
+def _oxigraph_binary() -> str:
+    found = _find_oxigraph()
     if not found:
         raise StoreError("the oxigraph binary is missing: pip install 'oxigraph>=0.5,<0.6'")
     return found

@@ -418,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "batches at --scale 1: 10.17M triples per schema), maps it typed and tagged, bulk\n"
                     "loads both into each store, times every canned query (cold, then warm median\n"
                     "and min-max) and checks typed and tagged answers are identical.\n"
+                    "Then the same with per-epoch rollups (granularity both) for q4, q5 and q7.\n"
                     "Results: OUT/schemas-SCALE.{json,md,png}. Full scale needs ~40 minutes here.\n\n"
                     "  provkg bench schemas --scale 0.01 --stores oxigraph,memory\n"
                     "  provkg bench schemas --scale 1 --stores oxigraph,virtuoso --queries q1,q5,q7",
@@ -445,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(Q1/Q5/Q7; collecting the statistics runs a query several times "
                          "slower): a plan not "
                          "done by then is left out (default %(default)s)")
+    bs.add_argument("--no-rollups", action="store_true",
+                    help="leave out the rollup-backed canned forms (the same lifecycle stored again at "
+                         "granularity both, q4 / q5 / q7 timed on it)")
     bs.add_argument("--quiet", action="store_true", help="no progress bars")
     bs.set_defaults(handler=_command("bench", "cmd_bench_schemas"))
 
