@@ -42,8 +42,8 @@ def _build(scale: float, work: Path) -> dict[str, Any]:
         shape = dataclasses.replace(synthetic.shape_for_scale(scale), granularity=gran)
         sets, seconds = build_datasets(shape, work / f"rollups-{scale:g}-{gran}", parallel=False)
         for schema, r in sets.items():
-            out[f"{schema}/{gran}"] = r
-            print(f"built {schema}/{gran}: {r.triples:,} triples, map {r.map_seconds:.1f} s, "
+            out[f"{schema}-{gran}"] = r
+            print(f"built {schema}-{gran}: {r.triples:,} triples, map {r.map_seconds:.1f} s, "
                   f"load {r.load_seconds:.1f} s + compact {r.compact_seconds:.1f} s", flush=True)
     return out
 
@@ -63,7 +63,7 @@ def _time_store(name: str, sets: dict[str, Any], plans: list[Any], work: Path, b
 
                 def runner(gran: str, schema: str = schema, answers: dict = answers, texts: dict = texts):
                     def once() -> float:
-                        seconds, rows = run.workers[f"{schema}/{gran}"].select(texts[schema], timeout=timeout)
+                        seconds, rows = run.workers[f"{schema}-{gran}"].select(texts[schema], timeout=timeout)
                         answers.setdefault(gran, rows)
                         return seconds
                     return once
@@ -94,7 +94,7 @@ def _markdown(doc: dict[str, Any]) -> str:
     for key, d in doc["datasets"].items():
         lines.append(f"| {key} | {d['triples']:,} | {d['map_seconds']:.1f} | {d['load_seconds']:.1f} |")
     for schema in SCHEMAS:
-        f, b = doc["datasets"][f"{schema}/full"], doc["datasets"][f"{schema}/both"]
+        f, b = doc["datasets"][f"{schema}-full"], doc["datasets"][f"{schema}-both"]
         lines.append("")
         lines.append(f"Rollup cost, {schema}: {100 * (b['triples'] / f['triples'] - 1):+.2f} % triples, "
                      f"{100 * ((b['map_seconds'] + b['load_seconds']) / (f['map_seconds'] + f['load_seconds']) - 1):+.1f} % "
