@@ -20,8 +20,8 @@ written ones (:data:`_CLOSED_KEPT`), each holding its facts.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 import math
+from collections import OrderedDict
 from typing import Any
 
 from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms, microseconds
