@@ -135,8 +135,9 @@ def main() -> int:
         doc["stores"][name] = _time_store(name, sets, plans, work / f"rollups-{name}", args.budget, args.timeout)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"rollups-{args.scale:g}"
-    stem.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    stem.with_suffix(".md").write_text(_markdown(doc), encoding="utf-8")
+    # not with_suffix: "rollups-0.1" has a suffix of its own
+    Path(f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    Path(f"{stem}.md").write_text(_markdown(doc), encoding="utf-8")
     print(f"wrote {stem}.md", flush=True)
     return 0
 
