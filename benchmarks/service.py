@@ -96,10 +96,13 @@ def _payloads(client: int, size: int, count: int) -> list[bytes]:
 
 
 def _client(url: str, client: int, size: int, count: int, duration: float, ready: mp.Queue,
-            go: Any, out: mp.Queue) -> None:
+            go: Any, out: mp.Queue, rate: float = 0.0) -> None:
     """One capture client: posts pre-built batches on one keep-alive connection (as
     ``HttpSink`` does: ``http.client``, gzip) for ``duration`` seconds from the moment the
-    parent sets ``go`` (a shared monotonic start time), or until its batches run out."""
+    parent sets ``go`` (a shared monotonic start time), or until its batches run out.
+    ``rate`` > 0: this client's events per second, batches sent on a fixed schedule (an
+    open-loop load: a slow answer does not slow the schedule, it is counted in the latency
+    from the batch's planned send time); 0: as fast as the server answers."""
     from provkg.capture.http_sink import encode_batch
 
     run = f"bench-{client}"
@@ -130,10 +133,18 @@ def _client(url: str, client: int, size: int, count: int, duration: float, ready
     cpu = os.times()
     latencies: list[float] = []
     sent = errors = 0
-    for body in bodies:
+    interval = size / rate if rate > 0 else 0.0
+    for n, body in enumerate(bodies):
         if time.monotonic() >= stop_at:
             break
-        started = time.perf_counter()
+        if interval:
+            planned = start_at + n * interval
+            wait = planned - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            started = time.perf_counter() - max(0.0, -wait)  # late: from the planned time
+        else:
+            started = time.perf_counter()
         try:
             ok = post(body)
         except (OSError, http.client.HTTPException):
@@ -178,13 +189,40 @@ def _probe_persistence(http: httpx.Client, stop: threading.Event, out: list[floa
         stop.wait(0.5)
 
 
-def _probe_queries(http: httpx.Client, stop: threading.Event, out: list[float]) -> None:
+def _probe_ask(http: httpx.Client, stop: threading.Event, out: list[float]) -> None:
+    """A trivial ASK on ``/v1/sparql`` every 0.2 s: the endpoint's own cost while ingest runs
+    (on the embedded store a worker process answers it on a read-only view of the store)."""
     while not stop.is_set():
+        started = time.perf_counter()
+        response = http.get("/v1/sparql", params={"query": "ASK { ?s ?p ?o }"})
+        if response.status_code == 200:
+            out.append(time.perf_counter() - started)
+        stop.wait(0.2)
+
+
+def _tree_cpu(proc: psutil.Process) -> float:
+    """User + system CPU seconds of a process and its live children (the SPARQL workers)."""
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _probe_queries(http: httpx.Client, stop: threading.Event, out: list[float], every: float) -> None:
+    """``d3`` of one training every ``every`` seconds (none when 0). Its training's batches are
+    its epochs here (sections right under it), so it answers tens of thousands of rows and
+    costs the server more CPU than the ingest: runs that measure the service's CPU per event
+    leave it out."""
+    while every > 0 and not stop.is_set():
         started = time.perf_counter()
         response = http.get("/v1/queries/d3", params={"training": "bench-0/training"})
         if response.status_code == 200:
             out.append(time.perf_counter() - started)
-        stop.wait(1.0)
+        stop.wait(every)
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
@@ -215,16 +253,21 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         persistence: list[float] = []
         missed: list[str] = []
         queries: list[float] = []
+        asks: list[float] = []
         probes = [threading.Thread(target=_probe_persistence, args=(http, stop, persistence, missed)),
                   threading.Thread(target=_probe_queries, args=(httpx.Client(base_url=url, timeout=120),
-                                                                stop, queries))]
+                                                                stop, queries, args.d3_every)),
+                  threading.Thread(target=_probe_ask, args=(httpx.Client(base_url=url, timeout=120),
+                                                            stop, asks))]
         results: mp.Queue = mp.Queue()
         ready: mp.Queue = mp.Queue()
         go = mp.Value("d", 0.0)
         # enough distinct batches for each client to post at twice the target rate
-        count = int(args.duration * 2 * 20_000 / args.clients / args.batch) + 1
+        rate = args.rate / args.clients if args.rate else 0.0
+        count = int(args.duration * (rate * 1.05 if rate else 2 * 20_000 / args.clients)
+                    / args.batch) + 1
         clients = [mp.Process(target=_client, args=(url, c, args.batch, count, args.duration,
-                                                    ready, go, results))
+                                                    ready, go, results, rate))
                    for c in range(args.clients)]
         load_before = os.getloadavg()  # before the clients build their payloads
         for p in clients:
@@ -232,7 +275,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         for _ in clients:  # every client has built its payloads and posted its run's start
             ready.get(timeout=600)
         server_proc = psutil.Process(server.pid)
-        server_cpu = sum(server_proc.cpu_times()[:2])
+        server_cpu = _tree_cpu(server_proc)
         ctx_start = time.monotonic() + 0.2
         go.value = ctx_start
         for t in probes:
@@ -241,7 +284,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         for p in clients:
             p.join()
         elapsed = max(r["active_s"] for r in per_client)
-        server_cpu = sum(server_proc.cpu_times()[:2]) - server_cpu
+        server_cpu = _tree_cpu(server_proc) - server_cpu
         queue_at_stop = http.get("/health/ready").json()["queue"]
         drain_started = time.monotonic()
         while http.get("/health/ready").json()["queue"]["backlog_events"] > 0:
@@ -272,11 +315,19 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in load_after]},
         "setup": {"clients": args.clients, "batch_events": args.batch, "duration_s": args.duration,
+                  "offered_events_per_s": args.rate or "as fast as answered",
+                  "d3_probe_every_s": args.d3_every,
                   "store": "embedded Oxigraph on disk", "fsync_before_202": True,
                   "client": "pre-built gzip bodies (HttpSink's encoding) posted over one "
                             "keep-alive http.client connection, one process per client"},
         "cpu_s": {"server_while_clients_ran": round(server_cpu, 1),
                   "clients": round(sum(r["cpu_s"] for r in per_client), 1)},
+        # the service's processes (server and its SPARQL workers) per event it accepted
+        "server_cpu_us_per_event": round(server_cpu / max(1, accepted) * 1e6, 1),
+        "sparql_ask_latency_ms": {"p50": round(_pct(asks, 0.5) * 1000, 1),
+                                  "p99": round(_pct(asks, 0.99) * 1000, 1),
+                                  "max": round(max(asks, default=float("nan")) * 1000, 1),
+                                  "runs": len(asks)},
         "clients_out_of_batches": sum(1 for r in per_client if r["exhausted"]),
         "accepted_events": accepted,
         "accepted_events_per_s": round(accepted / elapsed, 1),
@@ -361,8 +412,23 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--d3-every", type=float, default=1.0,
+                        help="seconds between d3 probes (0: none)")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="offered events/s over all clients (0: as fast as answered)")
+    parser.add_argument("--rates", default="",
+                        help="a sweep: comma-separated offered rates (0: as fast as answered), "
+                             "one fresh server each, written to service-rates.md / .json")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
+    if args.rates:
+        sweep = []
+        for rate in [float(x) for x in args.rates.split(",")]:
+            result = run(argparse.Namespace(**{**vars(args), "rate": rate}))
+            print(sweep_row(result), flush=True)
+            sweep.append(result)
+        write_sweep(sweep, Path(args.out))
+        return 0
     result = run(args)
     print(f"{'measure':26} {'target':>10}  measured")
     for name, target, got, ok in targets(result):
@@ -370,6 +436,40 @@ def main() -> int:
     print(json.dumps({k: v for k, v in result.items() if k not in ("machine", "setup")}, indent=1))
     write(result, Path(args.out))
     return 0
+
+
+
+def sweep_row(r: dict[str, Any]) -> str:
+    lat, pers, ask = r["ingest_latency_ms"], r["persistence_latency_s"], r["sparql_ask_latency_ms"]
+    offered = r["setup"]["offered_events_per_s"]
+    return (f"| {offered if isinstance(offered, str) else f'{offered:,.0f}'} | "
+            f"{r['accepted_events_per_s']:,.0f} | {r['applied_events_per_s']:,.0f} | "
+            f"{lat['p50']:.0f} / {lat['p99']:.0f} | {pers['p50']:.2f} / {pers['p99']:.2f} | "
+            f"{ask['p50']:.0f} / {ask['p99']:.0f} | {r['server_cpu_us_per_event']:.0f} | "
+            f"{r['backlog_at_stop_events']:,} |")
+
+
+def write_sweep(sweep: list[dict[str, Any]], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "service-rates.json").write_text(json.dumps(sweep, indent=2) + "\n")
+    first = sweep[0]
+    rows = "\n".join(sweep_row(r) for r in sweep)
+    (out / "service-rates.md").write_text(f"""# Service at offered rates (`benchmarks/service.py --rates`)
+
+{first['setup']['clients']} capture clients posting batches of {first['setup']['batch_events']} events on a
+fixed schedule (open loop: a late answer counts from its planned send time) for
+{first['setup']['duration_s']} s per rate, each rate against a fresh `provkg serve` on an embedded
+Oxigraph store (fsync before every 202). Probes while they post: a persistence probe
+(post one task end, poll `/v1/sparql` ASK until it is visible), a trivial `ASK {{ ?s ?p ?o }}`
+on `/v1/sparql` every 0.2 s, and `d3` every {first['setup']['d3_probe_every_s']} s (0: none).
+CPU: the server and its SPARQL worker processes (user + system) per accepted event.
+{first['machine']['cpus']} CPUs; commit {first['machine']['provkg_commit']}; load average before the
+first rate {first['machine']['load_average_before']}.
+
+| offered ev/s | accepted ev/s | applied ev/s | POST p50 / p99 ms | persistence p50 / p99 s | ASK p50 / p99 ms | server CPU-µs / event | backlog at stop |
+|---|---|---|---|---|---|---|---|
+{rows}
+""")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mapper_support import SPEC_YAML, lifecycle_events, lifecycle_spec
 
+from provkg.mapper.summary_cache import SummaryCache
 from provkg.service.ingest import Ingestor
 from provkg.service.querying import run_query
 from provkg.store import Store, open_store
@@ -109,9 +110,14 @@ def _same(got: dict[str, tuple] | list[list[Any]], want: dict[str, tuple] | list
         len(g) == len(w) and all(_close(x, y) for x, y in zip(g, w)) for g, w in zip(got, want))
 
 
-def _ingest(store: Store, sessions: list[list[dict[str, Any]]], *, pipeline: bool) -> None:
-    for chunk in sessions:
+def _ingest(store: Store, sessions: list[list[dict[str, Any]]], *, pipeline: bool,
+            cache: SummaryCache | None = None, foreign: bool = False) -> None:
+    """Each chunk in a session of its own; with ``cache`` the sessions share it as a service's
+    applier does, and with ``foreign`` every other session is another process's (no cache)."""
+    for n, chunk in enumerate(sessions):
         session = Ingestor(store, specs=[SPEC], pipeline=pipeline)
+        if not (foreign and n % 2):
+            session.state.summary_cache = cache
         try:
             for i in range(0, len(chunk), 5):  # several batches per session, as the server's
                 session.ingest(chunk[i:i + 5])
@@ -149,8 +155,10 @@ def test_while_the_run_streams_in_ended_epochs_have_rollups_and_the_running_one_
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.randoms(use_true_random=False), st.floats(0.05, 1.0), st.integers(1, 6), st.booleans())
-def test_any_order_chunking_duplication_and_prefix_gives_the_python_rollups(rnd, part, sessions, pipeline):
+@given(st.randoms(use_true_random=False), st.floats(0.05, 1.0), st.integers(1, 6), st.booleans(),
+       st.sampled_from(["none", "shared", "foreign"]))
+def test_any_order_chunking_duplication_and_prefix_gives_the_python_rollups(rnd, part, sessions, pipeline,
+                                                                            cached):
     arrived = EVENTS[:max(1, int(len(EVENTS) * part))]
     stream = arrived + [rnd.choice(arrived) for _ in range(rnd.randint(0, len(arrived) // 2))]
     rnd.shuffle(stream)
@@ -158,10 +166,38 @@ def test_any_order_chunking_duplication_and_prefix_gives_the_python_rollups(rnd,
     chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
     store = open_store("memory:")
     try:
-        _ingest(store, chunks, pipeline=pipeline)
+        _ingest(store, chunks, pipeline=pipeline, cache=None if cached == "none" else SummaryCache(),
+                foreign=cached == "foreign")
         _check(store, arrived)
     finally:
         store.close()
+
+
+def test_a_service_takes_back_the_state_it_wrote_without_parsing_and_answers_the_same(tmp_path):
+    # batches directly under a long training: every session ends with the training open, so
+    # each writes the whole state and the next one reads it back
+    spec = lifecycle_spec(SPEC_YAML.replace("of: epoch", "of: training"))
+    events = [e for e in EVENTS if e.get("transformation") != "epoch"]
+    events = [{**e, "parent": e["parent"].rsplit("/", 1)[0]}
+              if e.get("transformation") == "batch" and e.get("parent") else e for e in events]
+    ends = [e for e in events if e.get("transformation") == "training" and e["event"] == "end"]
+    body = [e for e in events if e not in ends]
+    chunks = [body[i:i + 6] for i in range(0, len(body), 6)] + [ends]
+    graphs = []
+    for cache in (None, SummaryCache()):
+        store = open_store("memory:")
+        for chunk in chunks:
+            session = Ingestor(store, specs=[spec])
+            session.state.summary_cache = cache
+            session.ingest(chunk)
+            session.finish()
+        graphs.append(sorted(store.select("SELECT ?s ?p ?o WHERE { ?s ?p ?o }").rows))
+        if cache is not None:
+            # every session after the first training began found its last state unparsed
+            assert cache.hits >= len(chunks) - 3
+    assert graphs[0] == graphs[1]
+    counts = [int(r[2]) for r in graphs[1] if str(r[1]).endswith("executionCount")]
+    assert counts.count(12) == 2  # each training's rollup: 3 epochs' worth of 4 batches
 
 
 def test_the_queries_read_an_ended_epochs_rollup_not_its_batches(tmp_path):
@@ -178,3 +214,23 @@ def test_the_queries_read_an_ended_epochs_rollup_not_its_batches(tmp_path):
     # and without the rollups, the batches that are left are all the queries have
     store.update(PREFIX + "DELETE WHERE { ?e provkg:hasSectionSummary ?s }")
     assert run_query(store, "q4", {"dataset": TRAIN_SET}).rows == []
+
+
+def test_a_pending_record_another_process_turned_into_a_rollup_is_replaced_not_kept_beside():
+    # this process writes an epoch's pending record (a batch begun); another ends the epoch
+    # (the same facts: the same state text, now its rollup); this one then brings the batch's
+    # end: the rollup it writes replaces the other process's, none of whose triples stay
+    epoch = [e for e in EVENTS if e["id"].startswith("run-1/training-0/epoch-0")]
+    begin = [e for e in epoch if e["event"] == "begin"]
+    epoch_end = [e for e in epoch if e["event"] == "end" and e["transformation"] == "epoch"]
+    batch_ends = [e for e in epoch if e["event"] == "end" and e["transformation"] == "batch"]
+    store = open_store("memory:")
+    cache = SummaryCache()
+    _ingest(store, [EVENTS[:2] + begin], pipeline=False, cache=cache)
+    _ingest(store, [epoch_end], pipeline=False)  # another process: no cache
+    _ingest(store, [batch_ends], pipeline=False, cache=cache)
+    assert cache.hits == 0  # what it kept was a pending record's: not taken for the rollup
+    arrived = EVENTS[:2] + begin + epoch_end + batch_ends
+    _check(store, arrived)
+    counts = store.select(PREFIX + "SELECT ?n WHERE { ?e provkg:hasSectionSummary ?s . ?s provkg:timedCount ?n }").rows
+    assert [int(n) for (n,) in counts] == [4]

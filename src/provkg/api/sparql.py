@@ -58,6 +58,11 @@ def embedded_directory(store_url: str) -> str | None:
 
 #: seconds a fresh SPARQL worker may take to load its parsers before its first query
 WORKER_START_S = 60.0
+#: write-ahead log bytes past which the server flushes the store before a worker opens it:
+#: a read-only open replays the whole log (~24 ms per MB, ~3 KB per event), so the log
+#: a query waits for stays under ~6 ms; flushing only when a query comes keeps the cost
+#: to the query rate, not the ingest rate (benchmarks/results/service.md)
+LOG_FLUSH_BYTES = 1 << 18
 
 
 class _Worker:
@@ -122,6 +127,7 @@ class SparqlRunner:
         self._lock = threading.Lock()
         self._all: list[_Worker] = []
         self._closed = False
+        self._flush_lock = threading.Lock()
         if self._directory is not None:
             for _ in range(max(1, workers)):
                 self._idle.put(self._spawn())  # started now: it loads its parsers meanwhile
@@ -178,6 +184,9 @@ class SparqlRunner:
                 worker = self._spawn()
             request: dict[str, object] = {"path": self._directory, "query": text,
                                           "max_rows": self._max_rows}
+            version = self._fresh_version()
+            if version is not None:  # unchanged since the worker opened it: it keeps its view
+                request["version"] = version
             if guard is not None:
                 request.update(guard=list(guard), form=form)
             if dataset:
@@ -196,6 +205,21 @@ class SparqlRunner:
         finally:  # a stopped worker is replaced at once, so the next query finds it warm
             self._idle.put(worker if worker is not None or self._closed else self._spawn())
         return self._decode(reply, form)
+
+    def _fresh_version(self) -> int | None:
+        """The store's write version (None: a store that has none), the log flushed first
+        when it has grown past :data:`LOG_FLUSH_BYTES` (one flush at a time: a query that
+        comes during one waits for it, then finds the log short)."""
+        version = getattr(self._store, "write_version", None)
+        if version is None:
+            return None
+        with self._flush_lock:
+            if self._store.log_bytes() > LOG_FLUSH_BYTES:  # type: ignore[attr-defined]
+                try:
+                    self._store.flush_log()  # type: ignore[attr-defined]
+                except StoreError:
+                    pass  # the worker replays the log instead: slower, as correct
+        return int(version)
 
     def _spawn(self) -> _Worker:
         worker = _Worker()

@@ -1,18 +1,21 @@
 """A subprocess that runs user SPARQL on an embedded Oxigraph store, read-only.
 
 pyoxigraph cannot interrupt a running query from Python, so the API runs user
-queries here, where a timeout can kill the process. Each request opens the store
-directory with ``Store.read_only`` (it sees everything written so far, and the
-RocksDB lock held by the serving process does not apply), runs one query, and
-answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
+queries here, where a timeout can kill the process. It reads the store directory
+through ``Store.read_only`` (a view of everything written when it was opened; the
+RocksDB lock held by the serving process does not apply), runs one query per request,
+and answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
 
-    -> {"path": DIR, "query": TEXT, "max_rows": N[, "guard": [ALLOWED SERVICE IRIs], "form": F]
-        [, "default_graphs": [IRI, ...], "named_graphs": [IRI, ...]]}
+    -> {"path": DIR, "query": TEXT, "max_rows": N[, "version": V]
+        [, "guard": [ALLOWED SERVICE IRIs], "form": F][, "default_graphs": [IRI, ...], "named_graphs": [IRI, ...]]}
     <- {"kind": "select", "columns": [...], "rows": [[TERM | null, ...]]}
      | {"kind": "ask", "boolean": true}
      | {"kind": "triples", "ntriples": "..."}
      | {"error": "query_syntax" | "read_only" | "too_many_rows" | "store_error", "message": "..."}
 
+With ``version`` (the writer's :attr:`~provkg.store.oxigraph_store.OxigraphStore.write_version`)
+the worker keeps its read-only view between requests and opens the directory again only when
+the version changed; without, it opens it for each request.
 With ``default_graphs`` / ``named_graphs`` (the SPARQL Protocol's ``default-graph-uri`` /
 ``named-graph-uri``, both given, either may be empty) they are the query's dataset, in place of
 its own ``FROM`` / ``FROM NAMED`` and of the union of all graphs.
@@ -37,8 +40,8 @@ import orjson
 import pyoxigraph as ox
 
 from provkg.store.base import syntax_error
-from provkg.store.oxigraph_store import oxigraph_ntriples_term as _nt
-from provkg.store.oxigraph_store import oxigraph_result_term, union_default_graph
+from provkg.store.oxigraph_terms import oxigraph_ntriples_term as _nt
+from provkg.store.oxigraph_terms import oxigraph_result_term, union_default_graph
 
 __all__ = ["answer", "main", "too_many_rows_message"]
 
@@ -48,12 +51,33 @@ __all__ = ["answer", "main", "too_many_rows_message"]
 _ATTEMPTS = 5
 
 
+#: the read-only view kept between requests: (directory, the writer's version when opened, store)
+_held: tuple[str, int, ox.Store] | None = None
+
+
+def _view(request: dict[str, Any]) -> ox.Store:
+    """A read-only view of the store that has seen every write before the request: the one
+    kept from an earlier request while the writer's ``version`` is the same (nothing was
+    written since: the open, which replays the write-ahead log, is skipped), else a new one."""
+    global _held
+    version = request.get("version")
+    if _held is not None and version is not None and _held[:2] == (request["path"], version):
+        return _held[2]
+    _held = None
+    store = ox.Store.read_only(request["path"])
+    if version is not None:
+        _held = (request["path"], int(version), store)
+    return store
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     """Run one request (see the module docstring) and return the answer object."""
+    global _held
     for attempt in range(_ATTEMPTS):
         try:
             return _answer_once(request)
         except (OSError, RuntimeError) as exc:
+            _held = None  # e.g. a table file the writer's compaction removed: open again
             if attempt == _ATTEMPTS - 1:
                 return {"error": "store_error", "message": f"the store could not be read: {exc}"}
     raise AssertionError("unreachable")
@@ -84,7 +108,7 @@ def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
         if refused is not None:
             return refused
     try:
-        store = ox.Store.read_only(request["path"])
+        store = _view(request)
         text = request["query"]
         if "default_graphs" in request:
             result = store.query(text, default_graph=[ox.NamedNode(g) for g in request["default_graphs"]],

@@ -191,6 +191,8 @@ class MapState:
         #: an ingest service merges the summary state the store holds before writing
         #: (``provkg.service.ingest.Ingestor``); otherwise the mapper assumes there is none
         self.summary_store = False
+        #: :class:`provkg.mapper.summary_cache.SummaryCache` of a long-lived service, or None
+        self.summary_cache: Any = None
 
     def workflow(self, name: str) -> WorkflowTerms:
         """The terms of workflow ``name`` (rebuilt when its spec changes)."""

@@ -223,6 +223,8 @@ class SectionSummaries:
     def __init__(self, st: MapState):
         self.st = st
         self.store_backed = bool(getattr(st, "summary_store", False))
+        #: the states this process wrote, across sessions (a service's applier), or None
+        self.cache = getattr(st, "summary_cache", None)
         #: parents with changes not written yet (or not ended yet)
         self.open: dict[Key, _Parent] = {}
         #: parents written and unchanged since, most recent last (bounded)
@@ -326,6 +328,8 @@ class SectionSummaries:
         rec = self.open[key]
         pid = key[1]
         for text, summarised in states:
+            if self._restore_cached(rec, text, summarised):
+                continue
             doc = json.loads(text)
             name = doc.get("section")
             tt = rec.wt.transformations.get(name) if isinstance(name, str) else None
@@ -351,6 +355,31 @@ class SectionSummaries:
         rec.ended |= ended
         rec.loaded = True
         self._touch(rec)
+
+    def _restore_cached(self, rec: _Parent, text: str, summarised: bool) -> bool:
+        """Merge a state this process wrote from the facts it kept (:mod:`summary_cache`)."""
+        found = self.cache.take(rec.key, text, summarised) if self.cache is not None else None
+        if found is None:
+            return False
+        name, facts, stored = found
+        tt = rec.wt.transformations.get(name)
+        if tt is None or not tt.summary:
+            return True  # the spec changed: leave the record alone
+        sec = rec.sections.get(name)
+        if sec is None:
+            sec = rec.sections[name] = self._section(rec.wt, tt)
+        if sec.facts:
+            for tid, f in facts.items():
+                sec.merge(tid, f)
+        else:
+            sec.facts = facts
+        rec.stored.update(stored)
+        rec.ended |= summarised
+        for tid in facts:  # events of theirs that name no parent belong here
+            self.parent_of.setdefault(tid, rec.key)
+            if tid in self.waiting:
+                self.assign(tid, rec.key)
+        return True
 
     def loose(self) -> list[str]:
         """Section task ids still waiting for an event that names their parent."""
@@ -432,7 +461,13 @@ class SectionSummaries:
         return out
 
     def _emit(self, rec: _Parent, *, ended: bool) -> list[Triple]:
-        new = [t for sec in rec.sections.values() for t in sec.triples(self.st, rec.key, ended=ended)]
+        new: list[Triple] = []
+        for name, sec in rec.sections.items():
+            text = sec.state(rec.key[1])
+            written = sec.triples(self.st, rec.key, ended=ended, state=text)
+            if self.cache is not None:
+                self.cache.put(rec.key, text, ended, name, sec.facts, frozenset(written))
+            new += written
         keep = set(new)
         self.retract.difference_update(keep)
         self.retract.update(t for t in rec.stored if t not in keep)

@@ -110,15 +110,23 @@ class IngestQueue:
             retried.
         fsync: flush to disk before acknowledging (turn off only for throwaway runs).
         apply_events: how many events the applier hands to ``apply`` at most at once.
+        settle: called before the cursor moves, so that ``apply`` may keep work in memory
+            between chunks (a long ingest session): once it returns, everything applied so
+            far is in the store. It raises like ``apply`` (then the cursor stays, and it
+            is called again later).
 
     Use as a context manager, or call :meth:`start` and :meth:`close`.
     """
 
     def __init__(self, directory: str | os.PathLike[str],
                  apply: Callable[[list[bytes]], None], *, fsync: bool = True,
-                 apply_events: int = 20_000, segment_bytes: int = _SEGMENT_BYTES):
+                 apply_events: int = 20_000, segment_bytes: int = _SEGMENT_BYTES,
+                 settle: Callable[[], None] | None = None):
         self.directory = Path(directory)
         self._apply = apply
+        self._settle = settle
+        self._settled_pos = (0, 0)  # where the cursor points: the applier's work is in the store
+        self._idle_waiters = 0  # wait_idle callers: the applier settles at once for them
         self._fsync = fsync
         self._apply_events = max(1, apply_events)
         self._segment_bytes = segment_bytes
@@ -161,6 +169,7 @@ class IngestQueue:
         self._open_segment(self._active_index)
         self._durable = (self._active_index, 0)
         self._applied_pos = cursor if old else (self._active_index, 0)
+        self._settled_pos = self._applied_pos
         for target, name in ((self._write_loop, "provkg-queue-writer"),
                              (self._apply_loop, "provkg-queue-applier")):
             thread = threading.Thread(target=target, name=name, daemon=True)
@@ -218,14 +227,20 @@ class IngestQueue:
             return QueueStats(**self._counts)
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Wait until everything accepted (and replayed) has been applied."""
+        """Wait until everything accepted (and replayed) has been applied and settled."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._applied_pos < self._durable or self._pending:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._error is not None:
-                    return False
-                self._cond.wait(min(left, 0.05))
+            self._idle_waiters += 1
+            self._cond.notify_all()
+            try:
+                while (self._applied_pos < self._durable or self._pending
+                       or self._settle is not None and self._settled_pos != self._applied_pos):
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._error is not None:
+                        return False
+                    self._cond.wait(min(left, 0.05))
+            finally:
+                self._idle_waiters -= 1
         return True
 
     @property
@@ -340,6 +355,18 @@ class IngestQueue:
 
         def save(pos: tuple[int, int]) -> None:
             nonlocal saved, saved_at, cursor_delay
+            if self._settle is not None:
+                try:
+                    self._settle()
+                except Exception as exc:  # as an apply's error: the cursor waits, nothing is lost
+                    log.warning("could not settle the applied batches (%s); retrying in %.1f s",
+                                exc, cursor_delay)
+                    time.sleep(cursor_delay)
+                    cursor_delay = min(cursor_delay * 2, _RETRY_MAX_S)
+                    return
+                with self._cond:
+                    self._settled_pos = pos
+                    self._cond.notify_all()
             try:
                 self._write_cursor(pos)
             except OSError as exc:
@@ -362,6 +389,12 @@ class IngestQueue:
                 while (self._applied_pos >= self._durable and not self._closing
                        and self._applied_pos == saved):
                     self._cond.wait()
+                # idle with work not settled: more may come within the cursor's interval
+                # (settling costs per parent still running, not per event), unless someone waits
+                while (self._applied_pos >= self._durable and not self._closing
+                       and self._settle is not None and not self._idle_waiters
+                       and time.monotonic() - saved_at < _CURSOR_EVERY_S):
+                    self._cond.wait(_CURSOR_EVERY_S - (time.monotonic() - saved_at))
                 closing = self._closing
                 pos, durable = self._applied_pos, self._durable
             if closing or pos >= durable:  # idle or stopping: the cursor catches up

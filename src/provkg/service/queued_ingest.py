@@ -22,7 +22,7 @@ from provkg.service.queue import IngestQueue, QueueUnavailable
 from provkg.spec import Spec
 from provkg.store.base import Store, display_url
 
-__all__ = ["QueuedIngest", "open_queued_ingest", "SavedSpecs", "StoreWait", "make_applier",
+__all__ = ["QueuedIngest", "open_queued_ingest", "SavedSpecs", "StoreWait", "QueueApplier",
            "check_writes"]
 
 # the server's log: these lines tell how its store and queue are doing
@@ -73,39 +73,99 @@ class QueuedIngest:
         self.store.close()
 
 
-def make_applier(store: Store, specs: SavedSpecs, *, schema: str) -> Callable[[list[bytes]], None]:
-    """The queue's ``apply``: decode queued batches and ingest their events in one session.
+class QueueApplier:
+    """The queue's ``apply`` and ``settle``: queued batches mapped into the store in one ingest
+    session from one cursor move to the next (:class:`IngestQueue` settles at most every half
+    second while busy, and at once when idle and someone waits).
 
-    Each chunk is a complete ingest session (``finish`` writes whatever the mapper
-    holds), so once ``apply`` returns the chunk is wholly in the store and the queue
-    may move its cursor. Specs are registered when they are posted, not here.
+    A session writes each chunk's triples as it maps it (queries see them at once); what it
+    holds in memory is the state of parents still running (rollups, pending records), which
+    :meth:`settle` writes (``finish``) before the cursor moves past those chunks. One session
+    per chunk wrote that state after every chunk, each time in full: a training with 50,000
+    batches directly under it made every chunk cost more than the one before. A failed chunk
+    drops the session, and the next apply maps the chunks applied since the last settle again
+    (set semantics: the same triples), so nothing acknowledged is lost.
 
-    The payloads were validated when they were accepted: here they are only decoded
-    (no second validation). Which workflow each run belongs to is remembered from chunk
-    to chunk: a fresh session would otherwise look up in the store, with a SPARQL query
-    per chunk, the runs of every task whose workflow event came in an earlier chunk (a
-    run's workflow never changes, so the remembered answer is the store's answer).
+    The payloads were validated when they were accepted: here they are only decoded (no
+    second validation). Which workflow each run belongs to is remembered from session to
+    session (a run's workflow never changes, so the remembered answer is the store's answer).
+    A spec registered meanwhile settles the session first: later events map with it.
     """
-    known_runs: dict[str, str] = {}
 
-    def apply(payloads: list[bytes]) -> None:
-        from provkg.events import load_json
-        from provkg.service.ingest import Ingestor
+    def __init__(self, store: Store, specs: SavedSpecs, *, schema: str):
+        from provkg.mapper.summary_cache import SummaryCache
 
-        events: list[dict[str, Any]] = []
-        for payload in payloads:  # the accept path's own decoder: integers stay exact
-            events.extend(load_json(payload)["events"])
-        session = Ingestor(store, specs=specs.specs(), schema=schema, register=False)
-        session.state.runs.update(known_runs)
-        session.ingest(events)
-        report = session.finish()
-        if len(known_runs) > _KNOWN_RUNS:  # bounded: forgotten runs are looked up again
-            known_runs.clear()
-        known_runs.update(session.state.runs)
+        self._store, self._specs, self._schema = store, specs, schema
+        self._known_runs: dict[str, str] = {}
+        #: the summary states written here: the next session takes their facts unparsed
+        self._cache = SummaryCache()
+        self._session: Any = None
+        self._session_specs: dict[str, Spec] = {}
+        #: payloads applied since the last settle: mapped again after a failure
+        self._unsettled: list[bytes] = []
+
+    def apply(self, payloads: list[bytes]) -> None:
+        specs = self._specs.specs()
+        if self._session is not None and (specs.keys() != self._session_specs.keys() or any(
+                specs[w] is not s for w, s in self._session_specs.items())):
+            self.settle()
+        try:
+            if self._session is None:
+                session = self._open(specs)
+                if self._unsettled:  # a failure dropped the session: its chunks again
+                    session.ingest(_decode(self._unsettled))
+            self._session.ingest(_decode(payloads))
+        except BaseException:
+            self._drop()
+            raise
+        self._unsettled.extend(payloads)
+
+    def settle(self) -> None:
+        """Write what the session holds (then everything applied is in the store)."""
+        if self._session is None and self._unsettled:
+            try:
+                self._open(self._specs.specs()).ingest(_decode(self._unsettled))
+            except BaseException:
+                self._drop()
+                raise
+        if self._session is None:
+            return
+        session = self._session
+        try:
+            report = session.finish()
+        except BaseException:
+            self._drop()
+            raise
+        self._session = None
+        self._unsettled = []
+        if len(self._known_runs) > _KNOWN_RUNS:  # bounded: forgotten runs are looked up again
+            self._known_runs.clear()
+        self._known_runs.update(session.state.runs)
         for warning in report.warnings[:5]:
             log.info("ingest: %s", warning)
 
-    return apply
+    def _open(self, specs: dict[str, Spec]) -> Any:
+        from provkg.service.ingest import Ingestor
+
+        session = self._session = Ingestor(self._store, specs=specs, schema=self._schema, register=False)
+        self._session_specs = dict(specs)
+        session.state.runs.update(self._known_runs)
+        session.state.summary_cache = self._cache
+        return session
+
+    def _drop(self) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session = None
+
+
+def _decode(payloads: list[bytes]) -> list[dict[str, Any]]:
+    from provkg.events import load_json
+
+    events: list[dict[str, Any]] = []
+    for payload in payloads:  # the accept path's own decoder: integers stay exact
+        events.extend(load_json(payload)["events"])
+    return events
 
 
 def open_queued_ingest(store_url: str, specs: SavedSpecs, *, queue_dir: str | os.PathLike[str],
@@ -238,9 +298,10 @@ def _start_queue(store: Store, store_url: str, specs: SavedSpecs, waiting: Store
     specs.load()
     if waiting is None:
         _sync_specs(store, specs, schema=schema)
-    apply = make_applier(store, specs, schema=schema)
-    queue = IngestQueue(queue_dir, waiting.gate(apply) if waiting else apply,
-                        fsync=fsync, apply_events=apply_events)
+    applier = QueueApplier(store, specs, schema=schema)
+    apply = waiting.gate(applier.apply) if waiting else applier.apply
+    queue = IngestQueue(queue_dir, apply, fsync=fsync, apply_events=apply_events,
+                        settle=applier.settle)
     queue.start()
     ingest = QueuedIngest(store=store, queue=queue, specs=specs, store_wait=waiting)
     if waiting is not None:

@@ -15,6 +15,7 @@ import functools
 import gzip
 import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,15 +29,17 @@ from provkg.errors import BadEvent, StoreError, StoreUnavailable
 from provkg.store.base import (
     Rows,
     Store,
-    has_dataset_clause,
     ntriples_bytes,
-    ntriples_term,
-    python_value,
     rdf_file,
     refuse_deep_nesting,
-    result_term,
     run_with_timeout,
     syntax_error,
+)
+from provkg.store.oxigraph_terms import (
+    oxigraph_ntriples_term,
+    oxigraph_python_value,
+    oxigraph_result_term,
+    union_default_graph,
 )
 from provkg.store.progress import counting_reader
 from provkg.term import Triple
@@ -104,6 +107,10 @@ class OxigraphStore(Store):
 
     def __init__(self, directory: str | Path | None, *, url: str | None = None,
                  read_only: bool = False):
+        self._writes = itertools.count(1)
+        #: changes after every write (see :attr:`write_version`)
+        self._version = 0
+        self._flushed_log = 0  # the newest log file before the last flush_log: replayed no more
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
         if self.directory is not None:
@@ -290,9 +297,45 @@ class OxigraphStore(Store):
             held = " (another process holds it)" if self.snapshot else ""
             raise StoreUnavailable(f"the store {self.url} was opened read-only{held}, so {what} "
                                    "cannot be written")
-        with self._errors(f"Oxigraph could not write {what}", what=what, writing=True,
-                          update=what == "SPARQL update", oversized=oversized):
-            action()
+        try:
+            with self._errors(f"Oxigraph could not write {what}", what=what, writing=True,
+                              update=what == "SPARQL update", oversized=oversized):
+                action()
+        finally:  # after the write, failed ones too (they may have written a part)
+            self._version = next(self._writes)
+
+    @property
+    def write_version(self) -> int:
+        """A number that changes after each write through this handle (itertools.count: no
+        lost update between threads). A reader that opened the folder read-only when it was
+        ``v`` has seen every write that ended before; while it is still ``v`` nothing changed."""
+        return self._version
+
+    def log_bytes(self) -> int:
+        """Bytes in the store's live write-ahead log files (0 in memory): what a read-only open
+        replays (about 24 ms per MB measured; benchmarks/results/service.md). Log files from
+        before this handle's last :meth:`flush_log` are not counted: RocksDB deletes them some
+        time after the flush, and an open skips them."""
+        return sum(size for _, size in self._logs() if _ > self._flushed_log)
+
+    def flush_log(self) -> None:
+        """Write the memory tables to table files, so the log a read-only open replays is
+        short again (the writes after it go to a new log file)."""
+        if self.directory is not None and not self._read_only:
+            before = max((number for number, _ in self._logs()), default=0)
+            with self._errors("Oxigraph could not flush the store", writing=True):
+                self._check_open().flush()
+            self._flushed_log = max(self._flushed_log, before)
+
+    def _logs(self) -> list[tuple[int, int]]:
+        """(number, bytes) of the write-ahead log files (``000012.log``)."""
+        if self.directory is None:
+            return []
+        try:
+            return [(int(e.name[:-4]), e.stat().st_size) for e in os.scandir(self.directory)
+                    if e.name.endswith(".log") and e.name[:-4].isdigit()]
+        except OSError:
+            return []
 
     @contextmanager
     def _errors(self, failed: str, *, query: str | None = None, what: str = "the data",
@@ -413,56 +456,6 @@ def _check_store_folder(directory: Path, url: str) -> None:
             f"{directory} is not an Oxigraph store: it holds other files ({shown}) and none of "
             "a store's (CURRENT, IDENTITY, OPTIONS-*, ...); give the store's folder, or a new or "
             "empty one to create a store in")
-
-
-def oxigraph_python_value(term: object) -> object:
-    """An Oxigraph term as the Python value a SELECT row holds (see :func:`python_value`)."""
-    if term is None:
-        return None
-    if isinstance(term, ox.Literal):
-        return python_value("literal", term.value, term.datatype.value)
-    if isinstance(term, ox.BlankNode):
-        return python_value("bnode", term.value)
-    return term.value  # type: ignore[attr-defined]
-
-
-def oxigraph_result_term(term: object) -> dict[str, Any] | None:
-    """A pyoxigraph term as a SPARQL 1.1 Query Results JSON term (None stays None); a
-    quoted triple (RDF 1.2) as ``{"type": "triple", "value": {"subject": ..., ...}}``."""
-    if term is None:
-        return None
-    if isinstance(term, ox.NamedNode):
-        return result_term("uri", term.value)
-    if isinstance(term, ox.BlankNode):
-        return result_term("bnode", term.value)
-    if isinstance(term, ox.Literal):
-        return result_term("literal", term.value, term.datatype.value, term.language)
-    if isinstance(term, ox.Triple):
-        return {"type": "triple", "value": {
-            "subject": oxigraph_result_term(term.subject),
-            "predicate": oxigraph_result_term(term.predicate),
-            "object": oxigraph_result_term(term.object)}}
-    return result_term("literal", str(term))
-
-
-def oxigraph_ntriples_term(term: object) -> str:
-    """A pyoxigraph term in N-Triples syntax, as :mod:`provkg.term` writes it."""
-    if isinstance(term, ox.Literal):
-        return ntriples_term("literal", term.value, term.datatype.value, term.language)
-    if isinstance(term, ox.BlankNode):
-        return ntriples_term("bnode", term.value)
-    if isinstance(term, ox.NamedNode):
-        return ntriples_term("uri", term.value)
-    return str(term)  # a quoted triple (RDF 1.2)
-
-
-def union_default_graph(store: ox.Store, query: str) -> bool:
-    """Whether ``query`` must run with the union of all graphs as its default graph: it names
-    no dataset and the store has named graphs. Without named graphs the union *is* the
-    default graph, and asking Oxigraph for it anyway costs a second index seek per triple
-    pattern (Q5 at full scale takes about a quarter longer with it). Checked per
-    query (one seek), as another process may add a graph at any time."""
-    return not has_dataset_clause(query) and next(iter(store.named_graphs()), None) is not None
 
 
 def _held_by_another(directory: Path) -> bool:

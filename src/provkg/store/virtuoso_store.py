@@ -35,7 +35,7 @@ import pyoxigraph as ox
 from provkg.errors import StoreError
 from provkg.store.base import Rows, ntriples_term
 from provkg.store.endpoint import Endpoint
-from provkg.store.oxigraph_store import oxigraph_python_value, oxigraph_result_term
+from provkg.store.oxigraph_terms import oxigraph_python_value, oxigraph_result_term
 from provkg.store.sparql_errors import VIRTUOSO_ERROR, error_text, query_failed
 from provkg.store.sparql_store import RDF_JSON, SparqlStore
 from provkg.term import Triple, blank_noise
