@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from mapper_support import SPEC_YAML, lifecycle_events, lifecycle_spec
 
-from provkg.errors import StoreError
+from provkg.errors import BadEvent, StoreError
 from provkg.service.ingest import Ingestor
 from provkg.service.queue import IngestQueue
 from provkg.service.queued_ingest import QueueApplier
@@ -151,3 +151,32 @@ def test_through_the_queue_waiting_for_idle_means_settled(tmp_path: Path) -> Non
         assert _graph(store) == _one_session(LONG, events)
         queue.put(_payloads(events[:3], 3)[0], events=3)  # a re-delivery: nothing new
         assert queue.wait_idle(60) and _graph(store) == _one_session(LONG, events)
+
+
+class RefusingOnce(OxigraphStore):
+    """An embedded store that, once armed, refuses one write as content (a ProvkgError that is
+    not a store error), then takes writes again."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.armed = False
+
+    def add(self, triples: Any, **kw: Any) -> int:
+        if self.armed:
+            self.armed = False
+            raise BadEvent("refused as content")
+        return super().add(triples, **kw)
+
+
+def test_content_refused_when_settling_maps_each_batch_alone_and_loses_nothing() -> None:
+    events = _long_events()[:12]  # the training still runs: its state is written at settle
+    store = _registered(RefusingOnce(), LONG)
+    applier = QueueApplier(store, Specs(LONG), schema="typed")
+    rejected: list[tuple[bytes, str]] = []
+    applier.reject = lambda payload, reason: rejected.append((payload, reason))
+    for payload in _payloads(events, 5):
+        applier.apply([payload])
+    store.armed = True  # the session's finish is refused once: each batch again on its own
+    applier.settle()
+    assert not store.armed and rejected == []
+    assert _graph(store) == _one_session(LONG, events)

@@ -439,7 +439,7 @@ class IngestQueue:
                         for payload in chunk:
                             self._apply_with_retry([payload])
                         return
-                    self._dead_letter(chunk[0], f"ingest refused it: {exc}")
+                    self.dead_letter(chunk[0], f"ingest refused it: {exc}")
                     return
                 except Exception as exc:
                     # a batch that does not decode is content, not an outage: look for it (and
@@ -447,7 +447,7 @@ class IngestQueue:
                     invalid = invalid_payloads(chunk, decode_only=True) or invalid_payloads(chunk)
                     if invalid:
                         for i, reason in invalid.items():
-                            self._dead_letter(chunk[i], f"it does not follow the wire format: {reason}")
+                            self.dead_letter(chunk[i], f"it does not follow the wire format: {reason}")
                         rest = [p for i, p in enumerate(chunk) if i not in invalid]
                         if rest:
                             self._apply_with_retry(rest)
@@ -473,7 +473,8 @@ class IngestQueue:
             with self._cond:
                 self._failing = None
 
-    def _dead_letter(self, payload: bytes, reason: str) -> None:
+    def dead_letter(self, payload: bytes, reason: str) -> None:
+        """Set aside a batch the applier cannot apply because of its content, and say so."""
         kept = self.reject(payload, reason=reason)
         log.error("ingest queue: a queued batch cannot be applied because of its content; moved "
                   "to %s (not retried; later batches go on): %s", kept, reason)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from provkg.errors import ProvkgError, StoreUnavailable, StoreUnreachable
+from provkg.errors import ProvkgError, StoreError, StoreUnavailable, StoreUnreachable
 from provkg.service.queue import IngestQueue, QueueUnavailable
 from provkg.spec import Spec
 from provkg.store.base import Store, display_url
@@ -100,6 +100,9 @@ class QueueApplier:
         #: the summary states written here: the next session takes their facts unparsed
         self._cache = SummaryCache()
         self._session: Any = None
+        #: sets aside a batch whose content cannot be ingested (the queue's dead letters)
+        self.reject: Callable[[bytes, str], object] = lambda payload, reason: log.error(
+            "ingest: a queued batch cannot be ingested (%s)", reason)
         self._session_specs: dict[str, Spec] = {}
         #: payloads applied since the last settle: mapped again after a failure
         self._unsettled: list[bytes] = []
@@ -133,11 +136,41 @@ class QueueApplier:
         session = self._session
         try:
             report = session.finish()
+        except (StoreError, StoreUnavailable):
+            self._drop()
+            raise
+        except ProvkgError:
+            # content one of the unsettled batches holds: as the queue does with a chunk,
+            # each batch again in a session of its own, the one refused set aside
+            self._drop()
+            self._settle_one_by_one()
+            return
         except BaseException:
             self._drop()
             raise
         self._session = None
         self._unsettled = []
+        self._remember(session, report)
+
+    def _settle_one_by_one(self) -> None:
+        while self._unsettled:
+            payload = self._unsettled[0]
+            session = self._open(self._specs.specs())
+            try:
+                session.ingest(_decode([payload]))
+                report = session.finish()
+            except (StoreError, StoreUnavailable):
+                self._drop()
+                raise  # retried from this batch on
+            except ProvkgError as exc:
+                self._drop()
+                self.reject(payload, f"ingest refused it: {exc}")
+            else:
+                self._session = None
+                self._remember(session, report)
+            self._unsettled.pop(0)
+
+    def _remember(self, session: Any, report: Any) -> None:
         if len(self._known_runs) > _KNOWN_RUNS:  # bounded: forgotten runs are looked up again
             self._known_runs.clear()
         self._known_runs.update(session.state.runs)
@@ -302,6 +335,7 @@ def _start_queue(store: Store, store_url: str, specs: SavedSpecs, waiting: Store
     apply = waiting.gate(applier.apply) if waiting else applier.apply
     queue = IngestQueue(queue_dir, apply, fsync=fsync, apply_events=apply_events,
                         settle=applier.settle)
+    applier.reject = queue.dead_letter
     queue.start()
     ingest = QueuedIngest(store=store, queue=queue, specs=specs, store_wait=waiting)
     if waiting is not None:
