@@ -210,16 +210,16 @@ class SparqlRunner:
         """The store's write version (None: a store that has none), the log flushed first
         when it has grown past :data:`LOG_FLUSH_BYTES` (one flush at a time: a query that
         comes during one waits for it, then finds the log short)."""
-        version = getattr(self._store, "write_version", None)
+        version = self._store.write_version
         if version is None:
             return None
         with self._flush_lock:
-            if self._store.log_bytes() > LOG_FLUSH_BYTES:  # type: ignore[attr-defined]
+            if self._store.log_bytes() > LOG_FLUSH_BYTES:
                 try:
-                    self._store.flush_log()  # type: ignore[attr-defined]
+                    self._store.flush_log()
                 except StoreError:
                     pass  # the worker replays the log instead: slower, as correct
-        return int(version)
+        return version
 
     def _spawn(self) -> _Worker:
         worker = _Worker()

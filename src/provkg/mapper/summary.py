@@ -20,180 +20,19 @@ written ones (:data:`_CLOSED_KEPT`), each holding its facts.
 from __future__ import annotations
 
 import json
-import math
 from collections import OrderedDict
 from typing import Any
 
-from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms, microseconds
-from provkg.mapper.terms import PK, A, P
-from provkg.term import Triple, iri, literal, mint_iri
-from provkg.vocab import PROVKG, RDF
+from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
+from provkg.mapper.summary_section import STATE, Key, Section
+from provkg.mapper.terms import PK
+from provkg.term import Triple
 
 __all__ = ["STATE", "SectionSummaries"]
 
 #: summarised parents kept in memory after their summary was written, so events that
 #: come late in the same session update it without reading the store
 _CLOSED_KEPT = 1024
-
-#: ``provkg:summaryState``: the facts a summary (or a pending one) was computed from
-STATE = iri(PROVKG.summaryState)
-
-Key = tuple[str, str]   # ("task", parent task id) or ("run", run id)
-
-
-#: one section execution as far as its summary needs it: (begin µs, end µs, index, measures),
-#: each None until seen; measures are ((name, (distinct values, sorted)), ...) by name. A
-#: tuple of atoms, not an object: the cyclic garbage collector stops tracking such tuples, and
-#: a large ingest holds hundreds of thousands (an object each made mapping 1.5x slower)
-Fact = tuple[int | None, int | None, int | None, tuple[tuple[str, tuple[Any, ...]], ...] | None]
-
-
-def _merged(a: Fact, b: Fact) -> Fact | None:
-    """``a`` with what ``b`` knows and ``a`` does not; None when nothing is new."""
-    ma, mb = a[3], b[3]
-    if mb is None or mb == ma:
-        m = ma
-    elif ma is None:
-        m = mb
-    else:
-        # every distinct value, as the full graph keeps every prov:value of the measure's
-        # node (a loss sent on the begin and another on the end: keeping the first one
-        # would make the summary depend on the order events came in)
-        d = dict(ma)
-        for name, xs in mb:
-            mine = d.get(name)
-            d[name] = xs if mine is None else tuple(sorted({*mine, *xs}))
-        m = tuple(sorted(d.items()))
-    out = (a[0] if a[0] is not None else b[0], a[1] if a[1] is not None else b[1],
-           a[2] if a[2] is not None else b[2], m)
-    return None if out == a else out
-
-
-def _fact_json(f: Fact) -> list[Any]:
-    out: list[Any] = [f[0], f[1], f[2]]
-    if f[3]:
-        out.append({name: list(xs) for name, xs in f[3]})
-    return out
-
-
-def _fact_from_json(v: list[Any]) -> Fact:
-    measures = None
-    if len(v) > 3 and v[3]:  # a value per measure in states written before the lists
-        measures = tuple(sorted((k, tuple(x) if isinstance(x, list) else (x,)) for k, x in v[3].items()))
-    return (v[0], v[1], v[2], measures)
-
-
-class _Section:
-    """One section transformation's executions under one parent."""
-
-    __slots__ = ("facts", "measures_of", "tt")
-
-    def __init__(self, tt: TransformationTerms, measures_of: dict[str, str]):
-        self.tt = tt
-        self.measures_of = measures_of          # evaluation-measure attribute -> its term
-        self.facts: dict[str, Fact] = {}        # section task id -> fact
-
-    def add(self, e: dict[str, Any]) -> bool:
-        """Count event ``e``; True when it told something new (not a re-delivery)."""
-        seen: dict[str, set[Any]] | None = None  # measure name -> its values
-        for v in e.get("generated") or ():
-            x = v.get("value")
-            if v["name"] in self.measures_of and not isinstance(x, bool) and isinstance(x, (int, float)):
-                if seen is None:
-                    seen = {}
-                seen.setdefault(v["name"], set()).add(x)
-        measures = None if seen is None else tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
-        us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
-        begin = e["event"] == "begin"
-        return self.merge(e["id"], (us if begin else None, None if begin else us, e.get("index"), measures))
-
-    def merge(self, tid: str, fact: Fact) -> bool:
-        old = self.facts.get(tid)
-        if old is None:
-            self.facts[tid] = fact
-            return True
-        new = _merged(old, fact)
-        if new is None:
-            return False
-        self.facts[tid] = new
-        return True
-
-    def state(self, pid: str) -> str:
-        """The facts as canonical JSON (the same facts, the same text). Ids under the
-        parent's id are kept as their suffix."""
-        inner: dict[str, Any] = {}
-        other: dict[str, Any] = {}
-        n = len(pid)
-        for tid, f in self.facts.items():
-            if tid.startswith(pid) and len(tid) > n:
-                inner[tid[n:]] = _fact_json(f)
-            else:
-                other[tid] = _fact_json(f)
-        doc: dict[str, Any] = {"section": self.tt.name, "under": inner}
-        if other:
-            doc["other"] = other
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-    def merge_state(self, pid: str, doc: dict[str, Any]) -> bool:
-        changed = False
-        for suffix, v in (doc.get("under") or {}).items():
-            changed |= self.merge(pid + suffix, _fact_from_json(v))
-        for tid, v in (doc.get("other") or {}).items():
-            changed |= self.merge(tid, _fact_from_json(v))
-        return changed
-
-    def triples(self, st: MapState, key: Key, *, ended: bool, state: str | None = None) -> list[Triple]:
-        """The summary (``ended``) or the pending record of these facts, their state, and
-        for executions seen only in part (a begin without its end, or the reverse) a link
-        to the parent (``provkg:pendingParent``) so a later session finds where an event
-        that names no parent belongs."""
-        kind, pid = key
-        parent = st.mint.task(pid) if kind == "task" else st.mint.run(pid)
-        s = "<" + mint_iri("summary", kind, pid, self.tt.name, base=st.base) + ">"
-        out: list[Triple] = [(st.mint.task(tid), PK.pendingParent, parent)
-                             for tid, f in self.facts.items() if f[0] is None or f[1] is None]
-        out.append((s, STATE, literal(state if state is not None else self.state(pid), RDF.JSON)))
-        if not ended:
-            out.append((s, PK.pendingParent, parent))
-            return out
-        facts = self.facts.values()
-        # hasSectionSummary: queries reach the summary from the parent in one lookup, not
-        # through everything the parent generated (its models and measures as well)
-        out += [(s, A, PK.SectionSummary), (s, A, P.Entity), (s, P.wasGeneratedBy, parent),
-                (parent, PK.hasSectionSummary, s),
-                (s, P.wasInfluencedBy, self.tt.term), (s, PK.executionCount, literal(len(self.facts)))]
-        seconds = [f[1] - f[0] for f in facts if f[0] is not None and f[1] is not None]
-        out.append((s, PK.timedCount, literal(len(seconds))))
-        if seconds:  # int / int: correctly rounded, whatever the order of the executions
-            out += [(s, PK.minSeconds, literal(min(seconds) / 1e6)),
-                    (s, PK.avgSeconds, literal(sum(seconds) / (len(seconds) * 1_000_000))),
-                    (s, PK.maxSeconds, literal(max(seconds) / 1e6))]
-        indexes = [f[2] for f in facts if f[2] is not None]
-        if indexes:
-            out += [(s, PK.firstIndex, literal(min(indexes))), (s, PK.lastIndex, literal(max(indexes)))]
-        values: dict[str, list[Any]] = {}
-        for f in facts:
-            for name, xs in f[3] or ():
-                values.setdefault(name, []).extend(xs)
-        for name in sorted(values):
-            term = self.measures_of.get(name)
-            if term is None:  # a measure the spec no longer declares
-                continue
-            vs = values[name]
-            ms = "<" + mint_iri("summary", kind, pid, self.tt.name, name, base=st.base) + ">"
-            out += [(s, PK.hasMeasureSummary, ms), (ms, A, PK.MeasureSummary), (ms, A, P.Entity),
-                    (ms, P.wasDerivedFrom, term), (ms, PK.valueCount, literal(len(vs))),
-                    (ms, PK.minValue, literal(min(vs))), (ms, PK.maxValue, literal(max(vs))),
-                    # fsum: the correctly rounded sum, the same in any order (ints exactly)
-                    (ms, PK.avgValue, literal(_mean(vs)))]
-        return out
-
-
-def _mean(xs: list[Any]) -> float:
-    if all(type(x) is int for x in xs):
-        return sum(xs) / len(xs)
-    return math.fsum(xs) / len(xs)
-
 
 class _Parent:
     """The summary sections of one parent execution."""
@@ -203,7 +42,7 @@ class _Parent:
     def __init__(self, key: Key, wt: WorkflowTerms, *, loaded: bool):
         self.key = key
         self.wt = wt
-        self.sections: dict[str, _Section] = {}
+        self.sections: dict[str, Section] = {}
         self.ended = False      # its end event was seen (here or, per the store, earlier)
         self.loaded = loaded    # what the store held for it is merged in
         self.dirty = False      # changed since it was last written
@@ -326,27 +165,8 @@ class SectionSummaries:
         written summary or a pending record), pending section events of earlier provkg
         versions (their records ``old``), whether the parent has ended."""
         rec = self.open[key]
-        pid = key[1]
         for text, summarised in states:
-            if self._restore_cached(rec, text, summarised):
-                continue
-            doc = json.loads(text)
-            name = doc.get("section")
-            tt = rec.wt.transformations.get(name) if isinstance(name, str) else None
-            if tt is None or not tt.summary:
-                continue  # the spec changed: leave the record alone
-            sec = rec.sections.get(name)
-            if sec is None:
-                sec = rec.sections[name] = self._section(rec.wt, tt)
-            sec.merge_state(pid, doc)
-            was = self._section(rec.wt, tt)
-            was.merge_state(pid, doc)
-            rec.stored.update(was.triples(self.st, key, ended=summarised, state=text))
-            rec.ended |= summarised
-            for tid in was.facts:  # events of theirs that name no parent belong here
-                self.parent_of.setdefault(tid, key)
-                if tid in self.waiting:
-                    self.assign(tid, key)
+            self._merge_stored(rec, text, summarised)
         for e in events:
             tt = rec.wt.transformations.get(e.get("transformation", ""))
             if tt is not None and tt.summary:
@@ -356,15 +176,25 @@ class SectionSummaries:
         rec.loaded = True
         self._touch(rec)
 
-    def _restore_cached(self, rec: _Parent, text: str, summarised: bool) -> bool:
-        """Merge a state this process wrote from the facts it kept (:mod:`summary_cache`)."""
+    def _merge_stored(self, rec: _Parent, text: str, summarised: bool) -> None:
+        """Merge one stored state: its facts from the cache when this process wrote it
+        (:mod:`summary_cache`), else parsed; the triples written with it become the parent's
+        stored ones (retracted when replaced)."""
         found = self.cache.take(rec.key, text, summarised) if self.cache is not None else None
-        if found is None:
-            return False
-        name, facts, stored = found
+        if found is not None:
+            name, facts, stored = found
+        else:
+            doc = json.loads(text)
+            name = doc.get("section")
+            if not isinstance(name, str):
+                return
         tt = rec.wt.transformations.get(name)
         if tt is None or not tt.summary:
-            return True  # the spec changed: leave the record alone
+            return  # the spec changed: leave the record alone
+        if found is None:
+            was = self._section(rec.wt, tt)
+            was.merge_state(rec.key[1], doc)
+            facts, stored = was.facts, frozenset(was.triples(self.st, rec.key, ended=summarised, state=text))
         sec = rec.sections.get(name)
         if sec is None:
             sec = rec.sections[name] = self._section(rec.wt, tt)
@@ -372,14 +202,13 @@ class SectionSummaries:
             for tid, f in facts.items():
                 sec.merge(tid, f)
         else:
-            sec.facts = facts
+            sec.facts = facts  # its own: the cache gave it away, or the parse made it
         rec.stored.update(stored)
         rec.ended |= summarised
         for tid in facts:  # events of theirs that name no parent belong here
             self.parent_of.setdefault(tid, rec.key)
             if tid in self.waiting:
                 self.assign(tid, rec.key)
-        return True
 
     def loose(self) -> list[str]:
         """Section task ids still waiting for an event that names their parent."""
@@ -485,11 +314,11 @@ class SectionSummaries:
             rec.dirty = True
         return rec
 
-    def _section(self, wt: WorkflowTerms, tt: TransformationTerms) -> _Section:
+    def _section(self, wt: WorkflowTerms, tt: TransformationTerms) -> Section:
         t = wt.spec.transformation(tt.name) if wt.spec is not None else None
         measures = {a.name: tt.attributes[a.name][0] for a in (t.generated if t else [])
                     if a.role == "evaluation_measure"}
-        return _Section(tt, measures)
+        return Section(tt, measures)
 
     def _touch(self, rec: _Parent) -> None:
         rec.dirty = True

@@ -20,15 +20,13 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from provkg.mapper.summary_section import Key
 from provkg.term import Triple
 
 __all__ = ["SummaryCache"]
 
 #: parents remembered (the most recently written); each holds its facts
 _KEPT = 1024
-
-Key = tuple[str, str]
-
 
 class SummaryCache:
     """``(parent, state text, ended)`` -> the section's facts and the triples written with them.

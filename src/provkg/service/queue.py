@@ -25,7 +25,6 @@ by :meth:`IngestQueue.stalled` while it lasts.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import logging
 import os
@@ -46,6 +45,7 @@ from provkg.service.queue_files import (
     disk_takes_writes,
     fsync_dir,
     invalid_payloads,
+    lock_folder,
     pack_record,
     read_cursor,
     segment_indexes,
@@ -127,6 +127,7 @@ class IngestQueue:
         self._settle = settle
         self._settled_pos = (0, 0)  # where the cursor points: the applier's work is in the store
         self._idle_waiters = 0  # wait_idle callers: the applier settles at once for them
+        self._writing = 0  # batches the writer took and has not made durable yet
         self._fsync = fsync
         self._apply_events = max(1, apply_events)
         self._segment_bytes = segment_bytes
@@ -153,14 +154,19 @@ class IngestQueue:
     def start(self) -> IngestQueue:
         """Open the folder, schedule replay of everything after the cursor, start the threads."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock_directory()
+        self._lock_file = lock_folder(self.directory)
+        if self._lock_file is None:
+            raise QueueUnavailable(
+                f"the queue folder {self.directory} is used by another process (one owner per "
+                "folder: run the MQTT listener inside the server with PROVKG_MQTT_URL, or give "
+                "each process its own PROVKG_QUEUE_DIR)")
         self._counts["dead_letters"] = sum(
             1 for p in self.rejected_dir.glob("*") if p.is_file() and not p.name.startswith("."))
-        cursor = self._read_cursor()
-        segments = self._segments()
+        cursor = read_cursor(self.directory)
+        segments = segment_indexes(self.directory)
         for index in segments:
             if index < cursor[0]:
-                self._segment_path(index).unlink(missing_ok=True)  # applied earlier
+                segment_path(self.directory, index).unlink(missing_ok=True)  # applied earlier
         old = [i for i in segments if i >= cursor[0]]
         self._counts["replayed_events"] = replayed = count_events(self.directory, old, cursor)
         if replayed:
@@ -233,7 +239,7 @@ class IngestQueue:
             self._idle_waiters += 1
             self._cond.notify_all()
             try:
-                while (self._applied_pos < self._durable or self._pending
+                while (self._applied_pos < self._durable or self._pending or self._writing
                        or self._settle is not None and self._settled_pos != self._applied_pos):
                     left = deadline - time.monotonic()
                     if left <= 0 or self._error is not None:
@@ -283,6 +289,7 @@ class IngestQueue:
                             and disk_takes_writes(self.directory, self._write_failed[2]):
                         self._write_failed = None
                 pending, self._pending = self._pending, []
+                self._writing = len(pending)  # taken, not yet durable: not idle
                 if not pending and self._closing:
                     return
             try:
@@ -296,11 +303,13 @@ class IngestQueue:
                 with self._cond:
                     size = sum(len(p) + RECORD_HEADER.size for p, _, _ in pending)
                     self._write_failed = (time.monotonic(), str(exc), size)
+                    self._writing = 0
                 for _, _, future in pending:
                     future.set_exception(QueueUnavailable(f"the ingest queue cannot write: {exc}"))
                 continue
             with self._cond:
                 self._write_failed = None
+                self._writing = 0
                 self._counts["accepted_batches"] += len(pending)
                 self._counts["accepted_events"] += sum(n for _, n, _ in pending)
                 self._cond.notify_all()
@@ -337,7 +346,7 @@ class IngestQueue:
         # the new file first: if it cannot be made (no inode, too many open files) the current
         # one stays open and takes the next batches (closed first, the writer thread would
         # have no file for its next write)
-        opened = open(self._segment_path(index), "ab", buffering=0)
+        opened = open(segment_path(self.directory, index), "ab", buffering=0)
         if self._file is not None:
             self._file.close()
         self._file = opened
@@ -347,7 +356,7 @@ class IngestQueue:
     # -- the applier ------------------------------------------------------------
 
     def _apply_loop(self) -> None:
-        reader = SegmentReader(self.directory, self._segments)
+        reader = SegmentReader(self.directory, lambda: segment_indexes(self.directory))
         saved = self._applied_pos  # where the cursor on disk points
         saved_at = time.monotonic()
 
@@ -497,28 +506,5 @@ class IngestQueue:
             self._counts["dead_letters"] += 1
         return path
 
-    # -- files ------------------------------------------------------------------
-
-    def _lock_directory(self) -> None:
-        self._lock_file = lock_file = open(self.directory / "lock", "w")
-        try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock_file.close()
-            self._lock_file = None
-            raise QueueUnavailable(
-                f"the queue folder {self.directory} is used by another process (one owner per "
-                "folder: run the MQTT listener inside the server with PROVKG_MQTT_URL, or give "
-                "each process its own PROVKG_QUEUE_DIR)") from None
-
-    def _segment_path(self, index: int) -> Path:
-        return segment_path(self.directory, index)
-
-    def _segments(self) -> list[int]:
-        return segment_indexes(self.directory)
-
-    def _read_cursor(self) -> tuple[int, int]:
-        return read_cursor(self.directory)
-
-    def _write_cursor(self, pos: tuple[int, int]) -> None:
+    def _write_cursor(self, pos: tuple[int, int]) -> None:  # a method: the disk-failure tests wrap it
         write_cursor(self.directory, pos, fsync=self._fsync)

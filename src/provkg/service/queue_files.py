@@ -7,13 +7,16 @@ Layout of the queue folder::
     rejected/          the dead-letter folder: batches that cannot be applied because of
                        their content, one file each (kept, never silently dropped)
     rejected.log       one line per dead letter: UTC time, file name, reason
+    lock               flock'd by the one process that owns the folder (:func:`lock_folder`)
 
-No threads and no locking here: :class:`provkg.service.queue.IngestQueue` owns the folder
+No threads here, and no locking but the folder's: :class:`provkg.service.queue.IngestQueue` owns the folder
 and calls these under its own lock where two of its threads could meet.
 """
 
 from __future__ import annotations
 
+import fcntl
+import io
 import logging
 import os
 import struct
@@ -234,3 +237,15 @@ def invalid_payloads(chunk: list[bytes], *, decode_only: bool = False) -> dict[i
         except Exception as exc:  # noqa: BLE001 - not even bytes the parser takes: a dead letter
             out[i] = f"{type(exc).__name__}: {exc}"
     return out
+
+
+def lock_folder(directory: Path) -> io.TextIOWrapper | None:
+    """Take the queue folder's lock (``directory/lock``, an flock) for this process: the open
+    file, which holds it until closed; None when another process holds it."""
+    lock_file = open(directory / "lock", "w")
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.close()
+        return None
+    return lock_file

@@ -183,6 +183,21 @@ class Store(ABC):
         ``load``) call it at the end; ``force`` compacts whatever was loaded."""
         return None
 
+    @property
+    def write_version(self) -> int | None:
+        """A number that changes after each write through this handle, for readers in other
+        processes that keep a view of the same files (the embedded store's SPARQL workers);
+        None: not tracked (the store needs no such reader)."""
+        return None
+
+    def log_bytes(self) -> int:
+        """Bytes of write-ahead log a reader opening the store's files replays (0: none)."""
+        return 0
+
+    def flush_log(self) -> None:
+        """Make that log short again (nothing to do for stores without one)."""
+        return None
+
     def __enter__(self) -> Store:
         return self
 

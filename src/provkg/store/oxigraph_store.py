@@ -306,9 +306,9 @@ class OxigraphStore(Store):
 
     @property
     def write_version(self) -> int:
-        """A number that changes after each write through this handle (itertools.count: no
-        lost update between threads). A reader that opened the folder read-only when it was
-        ``v`` has seen every write that ended before; while it is still ``v`` nothing changed."""
+        """See :attr:`Store.write_version` (itertools.count: no lost update between threads).
+        A reader that opened the folder read-only when it was ``v`` has seen every write that
+        ended before; while it is still ``v`` nothing changed."""
         return self._version
 
     def log_bytes(self) -> int:
