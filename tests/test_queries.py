@@ -121,6 +121,38 @@ def _generic(lc: Lifecycle) -> dict[str, tuple[dict[str, object], list[list[obje
          datetime.fromtimestamp(begin[t.id]["time"], UTC), end[t.id]["time"] - begin[t.id]["time"],
          _pairs(t.hyperparameters), _pairs(t.measures)]
         for t in sorted(lc.trainings, key=lambda t: begin[t.id]["time"])])
+    out.update(_browse(lc, begin, end))
+    return out
+
+
+def _browse(lc: Lifecycle, begin: dict[str, dict], end: dict[str, dict]
+            ) -> dict[str, tuple[dict[str, object], list[list[object]]]]:
+    """workflows, data, epochs and about (the web UI's listings), from the plan and events."""
+    from lifecycle import KG, SPECS
+
+    out: dict[str, tuple[dict[str, object], list[list[object]]]] = {}
+    out["workflows"] = ({}, [[w, 1, len(lc.trainings)] if w == WF else [w, 0, 0] for w in sorted(SPECS)])
+    data = []
+    for t in lc.trainings:
+        data += [[_value(u.get("id") or u["location"]), "dataset", _task(t.id)]
+                 for u in begin[t.id]["used"] if u["name"] == "train_set"]
+        data += [[_value(g.get("id") or g["location"]), "model", _task(t.id)]
+                 for g in end[t.id]["generated"] if g["name"] == "model"]
+    out["data"] = ({"workflow": WF}, sorted(data, key=lambda r: (r[1], r[2], r[0])))
+    t1 = lc.training("t1")
+    rows: list[list[object]] = [["training", None, None, m, v] for m, v in t1.measures.items()]
+    rows += [["training", e.index, e.seconds, m, v] for e in t1.epochs for m, v in e.measures.items()]
+    if t1.validation:
+        rows += [["validation", None, None, m, v] for m, v in t1.validation["measures"].items()]
+        rows += [["validation", e.index, e.seconds, None, None] for e in t1.validation_epochs]
+    rows += [["evaluation", None, None, m, v] for m, v in (t1.evaluation or {}).items()]
+    key = lambda r: (r[0], -1 if r[1] is None else r[1], r[3] or "")  # noqa: E731 (unbound first)
+    out["epochs"] = ({"training": t1.id}, sorted(rows, key=key))
+    basin = KG + "basin/" + lc.segys[0].basin.replace(" ", "_")
+    triples = {(str(s)[1:-1], str(p)[1:-1], str(o)) for s, p, o in lc.kg}
+    about = [["out", p, o[1:-1] if o.startswith("<") else o.split('"')[1]] for s, p, o in triples if s == basin]
+    about += [["in", p, s] for s, p, o in triples if o == f"<{basin}>"]
+    out["about"] = ({"resource": basin}, sorted(about, key=lambda r: (r[0] != "out", r[1], r[2])))
     return out
 
 

@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from provkg.errors import BadParameter, UnknownQuery
-from provkg.queries import dnnprov, generic, lifecycle, sprov
+from provkg.queries import browse, dnnprov, generic, lifecycle, sprov
 from provkg.queries.builder import VIRTUOSO_ORDERED, VIRTUOSO_PRAGMA, check_dialect, with_prefixes
 from provkg.queries.pairs import format_pairs
 from provkg.queries.params import REQUIRED, Parameter, parse_params, term_for
@@ -328,6 +328,21 @@ def _generic_queries() -> list[CannedQuery]:
                     ("training", "run", "label", "status", "started", "seconds", "hyperparameters",
                      "evaluations"), build=generic.runs,
                     pair_columns=("hyperparameters", "evaluations")),
+        CannedQuery("workflows", "Every workflow in the store by name, with how many runs and "
+                    "trainings of it are stored", (), ("workflow", "runs", "trainings"),
+                    build=browse.workflows),
+        CannedQuery("data", "The datasets a workflow's trainings used and the models they "
+                    "generated, with the training (starts for lineage and impact)", (_WORKFLOW,),
+                    ("data", "role", "training"), build=browse.data),
+        CannedQuery("epochs", "Each epoch of a training and of the validations and evaluations "
+                    "that checked it: index, seconds and every measure, a row per measure (a "
+                    "stage's own measures have no epoch)", (_TRAINING,),
+                    ("stage", "epoch", "seconds", "measure", "value"), build=browse.epochs),
+        CannedQuery("about", "The statements about a resource (a captured node or a domain-KG "
+                    "resource): property, value and direction (out: it is the subject), at most "
+                    f"{browse.ABOUT_LIMIT} each way",
+                    (_p("resource", "iri", help="the resource's IRI"),),
+                    ("direction", "property", "value"), build=browse.about),
     ]
 
 

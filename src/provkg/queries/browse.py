@@ -1,0 +1,96 @@
+"""Questions that list what a store holds, for pickers and overviews: ``workflows``, ``data``,
+``epochs`` and ``about``. Generic (any workflow that follows the lifecycle conventions), and what the
+web UI reads besides ``runs``, ``lineage`` and ``impact``: it asks nothing the catalog does
+not, so `provkg query` gives every figure the UI shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provkg.queries import parts as P
+from provkg.queries.builder import duration, optional, select, subquery, union
+from provkg.queries.lifecycle import checking_stage
+from provkg.queries.params import values_block
+from provkg.term import literal
+
+#: a WHERE clause's items, as the builder takes them
+Where = list[str | P.Part]
+
+__all__ = ["ABOUT_LIMIT", "about", "data", "epochs", "workflows"]
+
+#: statements ``about`` lists at most, each way (a spec attribute is the object of every value)
+ABOUT_LIMIT = 500
+
+#: the roles ``data`` lists: what a training used and made
+_DATA_ROLES = ("dataset", "model")
+
+
+def workflows(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
+    """Every prospective workflow (``provlake:Workflow``) by name, with how many runs and
+    trainings of it the store holds (0 for a spec registered before any event). One group
+    over nested OPTIONALs: Virtuoso 7.2 fails to compile the counts as an optional
+    sub-select (SQ156)."""
+    stage = P.workflow_stage("?wf", "?training", "training", schema)
+    where: Where = [P.link("?wf a provlake:Workflow", "?wf rdfs:label ?workflow"),
+                    optional(stage, optional("?training provlake:isPartOf ?run ."))]
+    return select(["?workflow", "(COUNT(DISTINCT ?run) AS ?runs)",
+                   "(COUNT(DISTINCT ?training) AS ?trainings)"], where,
+                  group_by=["?workflow"], order_by=["STR(?workflow)"])
+
+
+def data(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
+    """The datasets the workflow's trainings used and the models they generated: the value,
+    its role and the training (a start for ``lineage`` and ``impact``)."""
+    anchor: Where = [values_block({"wf": t["workflow"]}),
+                     P.workflow_stage("?wf", "?training", "training", schema)]
+    branches: list[Where] = []
+    for role in _DATA_ROLES:
+        link = ("?training prov:used ?data" if role == "dataset"
+                else "?data prov:wasGeneratedBy ?training")
+        branches.append([*anchor, P.link(link, *P.role_value("?data", role, schema)),
+                         f"BIND({literal(role)} AS ?role)"])
+    return select(["?data", "?role", "?training"], [union(*branches)], distinct=True,
+                  order_by=["?role", "STR(?training)", "STR(?data)"])
+
+
+def _stage_rows(anchor: Where, kind: str, x: str, schema: str, dialect: str) -> Where:
+    """Rows of the execution ``x`` of a ``kind`` stage: each section's (epoch's) index, time
+    and measures, and the measures of the stage itself (no epoch)."""
+    sections: Where = [
+        *anchor, P.section("?ep", x, kind, schema), P.link("?ep provkg:index ?epoch"),
+        optional("?ep prov:startedAtTime ?begin . ?ep prov:endedAtTime ?end ."),
+        optional(P.model_evaluation("?ep", "?m", "?value", schema, name="?measure_label")),
+        *duration("?begin", "?end", "?s", dialect=dialect)]
+    whole: Where = [*anchor, P.model_evaluation(x, "?m", "?value", schema, name="?measure_label")]
+    return [union(sections, whole), f"BIND({literal(kind)} AS ?stage)"]
+
+
+def epochs(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
+    """Each epoch of a training and of the validations / evaluations that checked it: its
+    index, seconds and every measure it generated, one row per measure (an epoch without
+    measures has one row, with none); a stage's own measures have no epoch."""
+    anchor: Where = [values_block({"training": t["training"]}), P.stage("?training", "training", schema)]
+    branches = [_stage_rows(anchor, "training", "?training", schema, dialect)]
+    for kind in ("validation", "evaluation"):
+        checked = checking_stage(anchor, "?training", "?x", kind, schema)
+        branches.append(_stage_rows(checked, kind, "?x", schema, dialect))
+    return select(["?stage", "?epoch", "(xsd:double(?s) AS ?seconds)",
+                   "(STR(?measure_label) AS ?measure)", "?value"],
+                  [union(*branches)], distinct=True,
+                  order_by=["?stage", "?epoch", "?measure"])
+
+
+def about(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
+    """The statements about a resource (any IRI: a captured node or a domain-KG resource such
+    as a survey or a basin): each property and value, ``out`` (the resource is the subject)
+    or ``in`` (the object), at most :data:`ABOUT_LIMIT` each way."""
+    anchor = values_block({"r": t["resource"]})
+    out = subquery(["?property", "?value", '("out" AS ?direction)'],
+                   [anchor, "?r ?property ?value ."], order_by=["?property", "?value"],
+                   limit=ABOUT_LIMIT)
+    inc = subquery(["?property", "?value", '("in" AS ?direction)'],
+                   [anchor, "?value ?property ?r ."], order_by=["?property", "?value"],
+                   limit=ABOUT_LIMIT)
+    return select(["?direction", "?property", "?value"], [union([out], [inc])],
+                  order_by=["DESC(?direction)", "?property", "?value"])
