@@ -160,6 +160,50 @@ def ontology_text(name: str, media: str) -> str:
     return _serialized(path, path.stat().st_mtime, ONTOLOGY_FORMATS[media])
 
 
+def ontology_terms(name: str) -> list[dict[str, str]]:
+    """The classes and properties ontology ``name`` declares: IRI, kind (``class``,
+    ``object property``, ``datatype property``, ``annotation property``), English (or untagged)
+    label and comment, and the superclass or domain / range where it states one; by IRI.
+
+    Raises:
+        NotFound: unknown name or missing file.
+    """
+    path = ontology_path(name)
+    return _terms(path, path.stat().st_mtime)
+
+
+@cache
+def _terms(path: Path, mtime: float) -> list[dict[str, str]]:  # mtime: cache key only
+    import rdflib
+    from rdflib.namespace import OWL, RDF, RDFS
+
+    graph = rdflib.Graph().parse(path, format="turtle")
+    kinds = {OWL.Class: "class", RDFS.Class: "class", OWL.ObjectProperty: "object property",
+             OWL.DatatypeProperty: "datatype property",
+             OWL.AnnotationProperty: "annotation property"}
+
+    def text(subject: rdflib.term.Node, prop: rdflib.term.Node) -> str:
+        values = [o for o in graph.objects(subject, prop) if isinstance(o, rdflib.Literal)]
+        preferred = [o for o in values if o.language in (None, "en")] or values
+        return str(min(preferred, key=str)) if preferred else ""
+
+    def first_iri(subject: rdflib.term.Node, prop: rdflib.term.Node) -> str:
+        values = sorted(str(o) for o in graph.objects(subject, prop) if isinstance(o, rdflib.URIRef))
+        return values[0] if values else ""
+
+    out: dict[str, dict[str, str]] = {}
+    for cls, kind in kinds.items():
+        for subject in graph.subjects(RDF.type, cls):
+            if not isinstance(subject, rdflib.URIRef) or str(subject) in out:
+                continue
+            out[str(subject)] = {
+                "iri": str(subject), "kind": kind, "label": text(subject, RDFS.label),
+                "comment": text(subject, RDFS.comment),
+                "parent": first_iri(subject, RDFS.subClassOf if kind == "class" else RDFS.subPropertyOf),
+                "domain": first_iri(subject, RDFS.domain), "range": first_iri(subject, RDFS.range)}
+    return [out[k] for k in sorted(out)]
+
+
 @cache
 def _serialized(path: Path, mtime: float, fmt: str) -> str:  # mtime: cache key only
     import rdflib

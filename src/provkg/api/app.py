@@ -121,10 +121,11 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         summary="Provenance knowledge graphs for the scientific-ML lifecycle: ingest capture "
                 "events, ask canned lifecycle questions, run read-only SPARQL.",
         lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # served by routes.ui, with assets of provkg's own
     )
-    from provkg.api.routes import events, export, health, ontologies, queries, resources, sparql, specs, void
+    from provkg.api.routes import events, export, health, ontologies, queries, resources, sparql, specs, ui, void
 
-    for module in (events, specs, queries, sparql, void, export, ontologies, health, resources):
+    for module in (events, specs, queries, sparql, void, export, ontologies, health, resources, ui):
         app.include_router(module.router)
     install_error_handlers(app)
     install_openapi(app)

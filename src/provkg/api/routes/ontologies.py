@@ -11,7 +11,7 @@ from provkg.api.errors import NotAcceptable
 from provkg.api.openapi import ONTOLOGY_NOT_ACCEPTABLE, error_responses
 from provkg.api.render import negotiate
 from provkg.errors import NotFound
-from provkg.ontology import ONTOLOGY_FORMATS, ontology_name, ontology_names, ontology_text
+from provkg.ontology import ONTOLOGY_FORMATS, ontology_name, ontology_names, ontology_terms, ontology_text
 
 router = APIRouter(tags=["ontologies"])
 
@@ -40,3 +40,14 @@ async def get_ontology(name: str, request: Request) -> Response:
                             "header allows none of them")
     text = await run_in_threadpool(ontology_text, name, media)
     return Response(text, media_type=f"{media}; charset=utf-8", headers={"Vary": "Accept"})
+
+
+@router.get("/v1/ontologies/{name}/terms", summary="The classes and properties of one ontology",
+            description="Each class and property the ontology declares: `iri`, `kind`, `label`, "
+                        "`comment`, `parent` (superclass or superproperty), `domain`, `range` "
+                        "(empty text where it states none); by IRI.",
+            responses=error_responses(404))
+async def get_ontology_terms(name: str) -> list[dict[str, str]]:
+    if ontology_name(name) not in ontology_names():
+        raise NotFound(f"unknown ontology; expected one of: {', '.join(ontology_names())}")
+    return await run_in_threadpool(ontology_terms, name)

@@ -112,3 +112,32 @@ async def run_canned(
     for note in notes:
         response.headers.append(NOTE_HEADER, header_text(note))
     return response
+
+
+@router.get(
+    "/v1/queries/{name}/sparql",
+    summary="The SPARQL a canned query runs",
+    description="The query text `GET /v1/queries/{name}` runs for the same parameters, on this "
+                "server's store (its schema and dialect), as `provkg query NAME --show` prints "
+                "it: the parameters bound into it, never pasted.",
+    response_class=Response,
+    responses={200: {"content": {"application/sparql-query": {}}}, **QUERY_ERRORS},
+)
+async def show_canned(
+    request: Request,
+    name: str = Path(description="the canned query, as named in the catalog (`GET /v1/queries`)"),
+) -> Response:
+    from provkg.service.querying import render_query
+    from provkg.store.urls import store_dialect
+
+    service = request.app.state.service
+    if name not in {q.name for q in query_catalog()}:
+        raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+    params: dict[str, object] = {}
+    for key, value in request.query_params.multi_items():
+        if key in params:
+            raise BadParameter(f"parameter {key!r} given more than once")
+        params[key] = value
+    text = render_query(name, params, schema=service.settings.ingest_schema,
+                        dialect=store_dialect(service.settings.store))
+    return Response(text, media_type="application/sparql-query; charset=utf-8")
