@@ -148,6 +148,12 @@ def _browse(lc: Lifecycle, begin: dict[str, dict], end: dict[str, dict]
     rows += [["evaluation", None, None, m, v] for m, v in (t1.evaluation or {}).items()]
     key = lambda r: (r[0], -1 if r[1] is None else r[1], r[3] or "")  # noqa: E731 (unbound first)
     out["epochs"] = ({"training": t1.id}, sorted(rows, key=key))
+    out["batches"] = ({"training": t1.id}, [
+        [e, len(losses), min(losses), sum(losses) / len(losses), max(losses)]
+        for e, losses in enumerate(t1.batch_losses) if losses])
+    adapted = next(t for t in lc.trainings if t.adaptations)
+    out["adaptations"] = ({"training": adapted.id}, [[_task(adapted.id), epoch, technique, lr]
+                                                      for epoch, technique, lr in adapted.adaptations])
     basin = KG + "basin/" + lc.segys[0].basin.replace(" ", "_")
     triples = {(str(s)[1:-1], str(p)[1:-1], str(o)) for s, p, o in lc.kg}
     about = [["out", p, o[1:-1] if o.startswith("<") else o.split('"')[1]] for s, p, o in triples if s == basin]

@@ -14,7 +14,7 @@ from provkg.service.querying import run_query
 from provkg.spec import parse_spec
 from provkg.term import mint_iri
 
-SUMMARISED = ("q4", "q5", "q7")
+SUMMARISED = ("q4", "q5", "q7", "batches")
 
 
 def _summary_spec(text: str, granularity: str = "summary") -> str:

@@ -32,6 +32,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WAIT_MS = 30_000  # a ceiling for a broken page, not a pace: the waits are for content
 
 HOSTILE = "<script>alert(1)</script>"
+BATCHES = 3  # per epoch of a hostile training
 HOSTILE_LABEL = "<img src=x onerror=alert(2)>"
 HOSTILE_SPEC = """\
 workflow: hostile
@@ -50,6 +51,14 @@ transformations:
     kind: section
     of: training
     generated: [{name: loss, role: evaluation_measure}]
+  - name: batch
+    kind: section
+    of: epoch
+    generated: [{name: loss, role: evaluation_measure}]
+  - name: adaptation
+    kind: adaptation
+    used: [{name: learning_rate, role: hyperparameter}]
+    generated: [{name: learning_rate, role: hyperparameter}, {name: technique}]
 """
 
 
@@ -158,7 +167,13 @@ def _capture_training(server: ApiServer, run: str, *, lr: float, optimizer: str,
         with wf.task("training", used=used) as training:
             for i, loss in enumerate(losses):
                 with wf.task("epoch", parent=training, index=i) as epoch:
+                    for b in range(BATCHES):
+                        with wf.task("batch", parent=epoch, index=b) as batch:
+                            batch.generate(loss=loss + 0.1 * b)
                     epoch.generate(loss=loss)
+                if i == 1:
+                    with wf.task("adaptation", parent=training, index=i, used={"learning_rate": lr}) as a:
+                        a.generate(learning_rate=lr / 2, technique=HOSTILE)
             training.generate(model=capture.ref(f"file:///models/{run}-{HOSTILE}.pt"), loss=losses[-1])
     server.wait_applied()
 
@@ -350,6 +365,15 @@ def test_hostile_values_render_as_text_and_run_nothing(hostile: Browsed, hostile
     expect(hostile.page.locator("#lineage-summary")).to_be_visible()
     hostile.goto("/#/compare?" + _query({"t": training}))
     expect(hostile.page.locator("table.compare")).to_contain_text(HOSTILE)
+    # the batches as one band per epoch, and the adaptation (its technique hostile too) marked
+    band = hostile.page.locator("figure.chart", has_text="batch loss").first
+    epochs = _records(_api(hostile_server, "batches", training=training))
+    expect(band).to_contain_text(f"({sum(e['batches'] for e in epochs)} batches)")
+    expect(band.locator("polygon.band")).to_have_count(1)
+    adaptations = _records(_api(hostile_server, "adaptations", training=training))
+    assert [a["technique"] for a in adaptations] == [HOSTILE]
+    expect(band.locator("line.mark")).to_have_count(len(adaptations))
+    assert HOSTILE in band.locator("line.mark title").first.text_content()
     assert hostile.page.locator("main script, main img").count() == 0
     hostile.shot("hostile")
 

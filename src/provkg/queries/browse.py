@@ -1,5 +1,5 @@
 """Questions that list what a store holds, for pickers and overviews: ``workflows``, ``data``,
-``epochs`` and ``about``. Generic (any workflow that follows the lifecycle conventions), and what the
+``epochs``, ``batches`` and ``about``. Generic (any workflow that follows the lifecycle conventions), and what the
 web UI reads besides ``runs``, ``lineage`` and ``impact``: it asks nothing the catalog does
 not, so `provkg query` gives every figure the UI shows.
 """
@@ -10,6 +10,7 @@ from typing import Any
 
 from provkg.queries import parts as P
 from provkg.queries.builder import duration, optional, select, subquery, union
+from provkg.queries.lifecycle import batch_measure_detail
 from provkg.queries.lifecycle import checking_stage
 from provkg.queries.params import values_block
 from provkg.term import literal
@@ -17,7 +18,7 @@ from provkg.term import literal
 #: a WHERE clause's items, as the builder takes them
 Where = list[str | P.Part]
 
-__all__ = ["ABOUT_LIMIT", "about", "data", "epochs", "workflows"]
+__all__ = ["ABOUT_LIMIT", "about", "batches", "data", "epochs", "workflows"]
 
 #: statements ``about`` lists at most, each way (a spec attribute is the object of every value)
 ABOUT_LIMIT = 500
@@ -94,3 +95,27 @@ def about(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> st
                    limit=ABOUT_LIMIT)
     return select(["?direction", "?property", "?value"], [union([out], [inc])],
                   order_by=["DESC(?direction)", "?property", "?value"])
+
+
+def batches(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
+    """A batch measure of a training, one row per epoch: how many batches had it and its
+    min / avg / max over them. The curve of 60,000 batches drawn as one band per epoch; an
+    epoch with a rollup (``granularity: both`` or ``summary``) is read from it, one node, and
+    the others from their batches (the same figures: the rollup is made from those batches)."""
+    anchor: Where = [values_block({"training": t["training"], "measure": t["measure"]}),
+                     P.stage("?training", "training", schema),
+                     P.section("?epoch_exec", "?training", "training", schema)]
+    full = subquery(["?epoch", "(COUNT(?value) AS ?batches)", "(MIN(?value) AS ?min_value)",
+                     "(AVG(?value) AS ?avg_value)", "(MAX(?value) AS ?max_value)"],
+                    [*anchor, *batch_measure_detail(schema)], group_by=["?epoch"],
+                    having="COUNT(?value) > 0")
+    # an epoch run twice under one index has a rollup per run: combined as the GROUP BY of
+    # the full branch combines their batches
+    rolled = subquery(["?epoch", "(SUM(?n) AS ?batches)", "(MIN(?mn) AS ?min_value)",
+                       "(SUM(?a * ?n) / SUM(?n) AS ?avg_value)", "(MAX(?mx) AS ?max_value)"],
+                      [*anchor, P.link("?epoch_exec provkg:index ?epoch"),
+                       P.section_summary("?epoch_exec", "?sum", measure="?measure", valueCount="?n",
+                                         minValue="?mn", avgValue="?a", maxValue="?mx")],
+                      group_by=["?epoch"], having="SUM(?n) > 0")
+    return select(["?epoch", "?batches", "?min_value", "?avg_value", "?max_value"],
+                  [union([full], [rolled])], order_by=["?epoch"])

@@ -338,6 +338,14 @@ def _generic_queries() -> list[CannedQuery]:
                     "that checked it: index, seconds and every measure, a row per measure (a "
                     "stage's own measures have no epoch)", (_TRAINING,),
                     ("stage", "epoch", "seconds", "measure", "value"), build=browse.epochs),
+        CannedQuery("batches", "A batch measure of a training, one row per epoch: how many "
+                    "batches had it and its min, avg and max over them (a 60,000-batch curve as "
+                    "one band per epoch, from the rollups where the store keeps them)",
+                    (_TRAINING, _measure("loss")),
+                    ("epoch", "batches", "min_value", "avg_value", "max_value"), build=browse.batches),
+        CannedQuery("adaptations", "Learning-rate adaptations of a training: epoch, technique, "
+                    "new value (d6 for a given training)", (_TRAINING,),
+                    ("training", "epoch", "technique", "new_value"), build=dnnprov.adaptations),
         CannedQuery("about", "The statements about a resource (a captured node or a domain-KG "
                     "resource): property, value and direction (out: it is the subject), at most "
                     f"{browse.ABOUT_LIMIT} each way",

@@ -133,6 +133,17 @@ p2 = _top
 
 
 def d6(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
+    return _adaptations(_best(t, v, schema), schema, dialect)
+
+
+def adaptations(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
+    """d6 for a given training: its learning-rate adaptations (epoch, technique, new value)."""
+    return _adaptations([values_block({"training": t["training"]}),
+                         P.stage("?training", "training", schema)], schema, dialect)
+
+
+def _adaptations(trainings: list[str | P.Part], schema: str, dialect: str) -> str:
+    """The learning-rate adaptations of the trainings ``?training`` that ``trainings`` binds."""
     new = P.Part("new value", ("?new prov:wasGeneratedBy ?adapt",
                                *P.role_value("?new", "hyperparameter", schema,
                                               name=literal("learning_rate"),
@@ -158,7 +169,7 @@ def d6(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     # the technique as the adaptation recorded it: among what it used or what it generated
     technique = optional(_used_or_generated("?adapt", "?tq"), P.link(
         "?tq prov:wasDerivedFrom ?tq_attr", '?tq_attr rdfs:label "technique"', "?tq prov:value ?technique"))
-    where = [*_best(t, v, schema), P.stage("?adapt", "adaptation", schema), *epoch, new, technique]
+    where = [*trainings, P.stage("?adapt", "adaptation", schema), *epoch, new, technique]
     return select(["?training", "?epoch", "?technique", "?new_value"], where, distinct=True,
                   order_by=["STR(?training)", "?epoch"])
 

@@ -287,6 +287,15 @@ def _batch_times(schema: str, dialect: str) -> Where:
             *duration("?begin", "?end", "?s", dialect=dialect)]
 
 
+def batch_measure_detail(schema: str) -> Where:
+    """The measure ``?measure`` (bound) of each batch ``?batch`` of the epoch ``?epoch_exec``
+    (index ``?epoch``) that has no rollup, as ``?value`` (numbers only)."""
+    return [P.without_rollup("?epoch_exec provkg:index ?epoch", "?epoch_exec"),
+            P.section("?batch", "?epoch_exec", "training", schema),
+            P.model_evaluation("?batch", "?bm", "?value", schema, name="?measure"),
+            "FILTER(isNumeric(?value))"]
+
+
 #: drops the one empty group rdflib makes of an aggregate over no solution (GROUP BY over
 #: nothing is no group): the UNION with the summaries' branch would keep it
 _SOME_BATCH = "COUNT(?batch) > 0"

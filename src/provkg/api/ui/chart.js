@@ -21,7 +21,7 @@ function label(v) {
 /** series: [{name, points: [[x, y], ...]}]; marks: [{x, text}]. */
 export function lineChart({ title, series, marks = [], xLabel = "epoch", width = 560, height = 260 }) {
   const pad = { left: 56, right: 12, top: 24, bottom: 36 };
-  const all = series.flatMap((se) => se.points);
+  const all = series.flatMap((se) => [...se.points, ...(se.band || []).flatMap(([x, lo, hi]) => [[x, lo], [x, hi]])]);
   const figure = h("figure", { class: "chart" });
   if (!all.length) {
     figure.append(h("figcaption", {}, title), h("p", { class: "muted" }, "no values"));
@@ -39,7 +39,8 @@ export function lineChart({ title, series, marks = [], xLabel = "epoch", width =
     svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: Y(t), y2: Y(t), class: "grid" }),
       s("text", { x: pad.left - 6, y: Y(t) + 4, "text-anchor": "end", class: "tick" }, label(t)));
   }
-  for (const t of ticks(x0, x1, 8)) {
+  const wholeX = xs.every(Number.isInteger); // epochs: no tick between two
+  for (const t of ticks(x0, x1, 8).filter((v) => !wholeX || Number.isInteger(v))) {
     svg.append(s("text", { x: X(t), y: height - pad.bottom + 16, "text-anchor": "middle", class: "tick" }, label(t)));
   }
   svg.append(s("text", { x: (width + pad.left) / 2, y: height - 4, "text-anchor": "middle", class: "axis" }, xLabel));
@@ -50,6 +51,14 @@ export function lineChart({ title, series, marks = [], xLabel = "epoch", width =
   }
   series.forEach((se, i) => {
     const color = se.color || COLORS[i % COLORS.length];
+    if (se.band && se.band.length) { // min..max around the line: a downsampled curve's spread
+      const band = [...se.band].sort((a, b) => a[0] - b[0]);
+      const edge = [...band.map(([x, , hi]) => [x, hi]), ...band.reverse().map(([x, lo]) => [x, lo])];
+      svg.append(s("polygon", {
+        points: edge.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(" "),
+        fill: color, "fill-opacity": 0.15, stroke: "none", class: "band", "data-series": se.name,
+      }));
+    }
     const pts = [...se.points].sort((a, b) => a[0] - b[0]);
     svg.append(s("polyline", {
       points: pts.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(" "),

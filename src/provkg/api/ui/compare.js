@@ -46,6 +46,15 @@ export function render(main, params) {
     }
     const answers = await Promise.all(selected.map((r) => canned("epochs", { training: r.training })));
     const perRun = answers.map(curves);
+    // learning-rate adaptations, marked at their epoch on every curve
+    const adapted = await Promise.all(selected.map((r) => canned("adaptations", { training: r.training })));
+    const marks = adapted.flatMap((a, i) => records(a).filter((m) => typeof m.epoch === "number").map((m) => ({
+      x: m.epoch, label: `▼${i + 1}`, text: `${selected[i].row.run}: ${m.technique || "adaptation"} → learning rate ${m.new_value}`,
+    })));
+    // batch measures: one band per epoch (min..max around the mean), downsampled on the server
+    const batchNames = [...new Set(perRun.flatMap((c) => Object.keys(c.measures)).filter((k) => k.startsWith("training "))
+      .map((k) => k.slice("training ".length)))].slice(0, 4);
+    const perBatch = await Promise.all(batchNames.map((m) => Promise.all(selected.map((r) => canned("batches", { training: r.training, measure: m })))));
     const names = [...new Set(selected.flatMap((r) => Object.keys(r.hyper)))].sort();
     const header = h("tr", {}, h("th", {}, "hyperparameter"), selected.map((r, i) => h("th", {},
       h("span", { class: `swatch c${i % COLORS.length}` }), `${r.row.run} (${r.row.training})`,
@@ -61,10 +70,22 @@ export function render(main, params) {
     const keys = [...new Set(perRun.flatMap((c) => Object.keys(c.measures)))].sort();
     for (const k of keys) {
       charts.append(lineChart({
-        title: k,
+        title: k, marks: k.startsWith("training ") ? marks : [],
         series: selected.map((r, i) => ({ name: `${r.row.run} (${r.row.training})`, points: perRun[i].measures[k] || [] })),
       }));
     }
+    batchNames.forEach((m, j) => {
+      const rows = perBatch[j].map(records);
+      const total = rows.flat().reduce((t, r) => t + (r.batches || 0), 0);
+      if (!total) return;
+      charts.append(lineChart({
+        title: `batch ${m}: mean per epoch, band min–max (${total.toLocaleString()} batches)`, marks,
+        series: selected.map((r, i) => ({
+          name: `${r.row.run} (${r.row.training})`, points: rows[i].map((b) => [b.epoch, b.avg_value]),
+          band: rows[i].map((b) => [b.epoch, b.min_value, b.max_value]),
+        })),
+      }));
+    });
     const stages = [...new Set(perRun.flatMap((c) => Object.keys(c.seconds)))].sort();
     for (const st of stages) {
       charts.append(lineChart({
