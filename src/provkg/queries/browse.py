@@ -10,8 +10,7 @@ from typing import Any
 
 from provkg.queries import parts as P
 from provkg.queries.builder import duration, optional, select, subquery, union
-from provkg.queries.lifecycle import batch_measure_detail
-from provkg.queries.lifecycle import checking_stage
+from provkg.queries.lifecycle import batch_measure_detail, checking_stage
 from provkg.queries.params import values_block
 from provkg.term import literal
 
