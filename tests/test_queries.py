@@ -139,6 +139,12 @@ def _browse(lc: Lifecycle, begin: dict[str, dict], end: dict[str, dict]
         data += [[_value(g.get("id") or g["location"]), "model", _task(t.id)]
                  for g in end[t.id]["generated"] if g["name"] == "model"]
     out["data"] = ({"workflow": WF}, sorted(data, key=lambda r: (r[1], r[2], r[0])))
+    measured = []
+    for t in lc.trainings:
+        measured += [[_task(t.id), "training", m, v] for m, v in t.measures.items()]
+        measured += [[_task(t.id), "validation", m, v] for m, v in (t.validation or {}).get("measures", {}).items()]
+        measured += [[_task(t.id), "evaluation", m, v] for m, v in (t.evaluation or {}).items()]
+    out["measures"] = ({"workflow": WF}, sorted(measured, key=lambda r: (r[0], r[1], r[2], r[3])))
     t1 = lc.training("t1")
     rows: list[list[object]] = [["training", None, None, m, v] for m, v in t1.measures.items()]
     rows += [["training", e.index, e.seconds, m, v] for e in t1.epochs for m, v in e.measures.items()]

@@ -110,7 +110,7 @@ def run_server(settings: Settings, service: Service, sock: socket.socket, *,
         later = (" (the store does not answer yet: batches are queued and applied once it "
                  "does; /health/ready says when)") if waiting is not None else ""
         announce(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
-                 f"(docs: /docs){later}")
+                 f"(web UI: /, API docs: /docs){later}")
         server.run(sockets=[sock])
     finally:
         service.close()  # after a normal stop the app closed it already: a no-op then

@@ -334,6 +334,9 @@ def _generic_queries() -> list[CannedQuery]:
         CannedQuery("data", "The datasets a workflow's trainings used and the models they "
                     "generated, with the training (starts for lineage and impact)", (_WORKFLOW,),
                     ("data", "role", "training"), build=browse.data),
+        CannedQuery("measures", "The measures each training of a workflow generated, and "
+                    "each validation and evaluation that checked it: a row per stage and measure",
+                    (_WORKFLOW,), ("training", "stage", "measure", "value"), build=browse.measures),
         CannedQuery("epochs", "Each epoch of a training and of the validations and evaluations "
                     "that checked it: index, seconds and every measure, a row per measure (a "
                     "stage's own measures have no epoch)", (_TRAINING,),
@@ -345,7 +348,8 @@ def _generic_queries() -> list[CannedQuery]:
                     ("epoch", "batches", "min_value", "avg_value", "max_value"), build=browse.batches),
         CannedQuery("adaptations", "Learning-rate adaptations of a training: epoch, technique, "
                     "new value (d6 for a given training)", (_TRAINING,),
-                    ("training", "epoch", "technique", "new_value"), build=dnnprov.adaptations),
+                    ("training", "epoch", "technique", "new_value"), build=dnnprov.adaptations,
+                    precondition=dnnprov.adaptations_precondition),
         CannedQuery("about", "The statements about a resource (a captured node or a domain-KG "
                     "resource): property, value and direction (out: it is the subject), at most "
                     f"{browse.ABOUT_LIMIT} each way",

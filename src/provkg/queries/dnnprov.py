@@ -142,6 +142,16 @@ def adaptations(t: dict[str, str], v: dict[str, object], schema: str, dialect: s
                          P.stage("?training", "training", schema)], schema, dialect)
 
 
+def adaptations_precondition(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> str:
+    """Some adaptation of the training's workflow at all: without, the walk from the training
+    through its epochs to their children (every batch) finds nothing slowly (600 ms at full
+    scale)."""
+    return select(["?adapt"], [values_block({"training": t["training"]}),
+                               P.link("?training prov:wasInfluencedBy ?training_tr",
+                                      "?training_tr provlake:isPartOf ?wf"),
+                               P.workflow_stage("?wf", "?adapt", "adaptation", schema)], limit=1)
+
+
 def _adaptations(trainings: list[str | P.Part], schema: str, dialect: str) -> str:
     """The learning-rate adaptations of the trainings ``?training`` that ``trainings`` binds."""
     new = P.Part("new value", ("?new prov:wasGeneratedBy ?adapt",

@@ -216,10 +216,21 @@ def checking_stage(anchor: Where, training: str, var: str, kind: str, schema: st
     generated (its model; by the id or by the location alone), or it is informed by the
     training (a child of it, or a stage that depends on it). Each branch carries the anchor
     (a UNION branch is evaluated on its own)."""
+    used, informed = _checking_shapes(anchor, training, var)
+    return [union(used, informed), P.stage(var, kind, schema)]
+
+
+def checking_shapes(anchor: Where, training: str, var: str, kind: str, schema: str) -> list[Where]:
+    """The two shapes of :func:`checking_stage` apart, each with the anchor and the stage:
+    for a caller that puts more patterns in each branch of its own UNION."""
+    return [[*shape, P.stage(var, kind, schema)] for shape in _checking_shapes(anchor, training, var)]
+
+
+def _checking_shapes(anchor: Where, training: str, var: str) -> tuple[Where, Where]:
     out = f"{var}_out"
     used = [*anchor, P.link(f"{out} prov:wasGeneratedBy {training}"), P.use_of_value(var, out)]
     informed = [*anchor, P.link(f"{var} prov:wasInformedBy {training}")]
-    return [union(used, informed), P.stage(var, kind, schema)]
+    return used, informed
 
 
 def _measure_of(anchor: Where, ex: str, schema: str, v: dict[str, object], value: str) -> Where:

@@ -33,18 +33,21 @@ export function render(main, params) {
   const draw = async () => {
     const data = await loadRuns();
     runs = data.runs;
-    picker.replaceChildren(h("option", { value: "" }, "a training…"),
-      ...runs.filter((r) => !chosen.includes(r.training)).map((r) => h("option", { value: r.training },
-        `${r.row.run} · ${r.row.training}`)));
+    const others = runs.filter((r) => !chosen.includes(r.training));
+    if (picker.options.length !== others.length + 1) { // rebuilt only when runs came: an open list stays open
+      picker.replaceChildren(h("option", { value: "" }, "a training…"),
+        ...others.map((r) => h("option", { value: r.training }, `${r.row.run} · ${r.row.training}`)));
+    }
     const selected = chosen.map((t) => runs.find((r) => r.training === t) || { training: t, hyper: {}, row: { run: short(t), training: short(t) }, status: "unknown" });
-    const key = JSON.stringify(selected.map((r) => [r.training, r.status, r.seconds]));
-    if (key === drawnFor) return; // unchanged since the last draw
-    drawnFor = key;
     if (!selected.length) {
       body.replaceChildren(message("info", "Select trainings on the Runs page, or add one above."));
       return;
     }
     const answers = await Promise.all(selected.map((r) => canned("epochs", { training: r.training })));
+    // redrawn when something changed: a running training's new epochs, a status, a duration
+    const key = JSON.stringify([selected.map((r) => [r.training, r.status, r.seconds]), answers.map((a) => a.rows)]);
+    if (key === drawnFor) return;
+    drawnFor = key;
     const perRun = answers.map(curves);
     // learning-rate adaptations, marked at their epoch on every curve
     const adapted = await Promise.all(selected.map((r) => canned("adaptations", { training: r.training })));
@@ -112,6 +115,6 @@ export function render(main, params) {
   };
   setState("compare", { t: chosen });
   refresh();
-  const timer = setInterval(refresh, REFRESH_MS * 2);
+  const timer = setInterval(refresh, REFRESH_MS);
   return () => clearInterval(timer);
 }

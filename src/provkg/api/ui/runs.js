@@ -9,53 +9,78 @@ export const REFRESH_MS = 1500;
 
 const FIXED = ["workflow", "run", "training", "status", "started", "duration"];
 
-/** Per training, the final and the best value of each stage's measures, from `epochs`. */
-export function stageMeasures(answer) {
+/** From `epochs`: per stage measure, the latest epoch's value and the best over the epochs. */
+export function epochMeasures(answer) {
   const out = {};
-  const own = {}; // the stage's own measure (no epoch) is its final one
-  const latest = {}; // else the latest epoch's
+  const latest = {};
   for (const r of records(answer)) {
     if (r.measure === null || r.measure === undefined || typeof r.value !== "number") continue;
+    if (r.epoch === null || r.epoch === undefined) continue; // the stage's own: see `measures`
     const key = `${r.stage} ${r.measure}`;
-    if (r.epoch === null || r.epoch === undefined) {
-      own[key] = r.value;
-      continue;
-    }
     if (!(key in latest) || r.epoch >= latest[key].epoch) latest[key] = { epoch: r.epoch, value: r.value };
     const best = `best ${key}`;
     const better = lowerIsBetter(r.measure) ? Math.min : Math.max;
     out[best] = best in out ? better(out[best], r.value) : r.value;
   }
   for (const [key, v] of Object.entries(latest)) out[key] = v.value;
-  Object.assign(out, own);
   return out;
 }
 
-const epochCache = new Map(); // training -> measures, kept once the training has ended
+/** From `measures`: training -> {"<stage> <measure>": value}; of several checks of one
+ * training (two validations), the best. */
+function stageMeasures(answer) {
+  const out = new Map();
+  for (const r of records(answer)) {
+    if (typeof r.value !== "number") continue;
+    const m = out.get(r.training) || out.set(r.training, {}).get(r.training);
+    const key = `${r.stage} ${r.measure}`;
+    const better = lowerIsBetter(r.measure) ? Math.min : Math.max;
+    m[key] = key in m ? better(m[key], r.value) : r.value;
+  }
+  return out;
+}
 
-/** Every training of the given workflows (all when none), with its measures. */
+const epochCache = new Map(); // training -> its epochs' measures, kept once it has ended
+
+function rowOf(r) {
+  // a stage's own measure is its final one; without, its latest epoch's
+  r.row = {
+    workflow: r.workflow, run: r.label || short(r.run), training: short(r.training),
+    status: r.status, started: r.started, duration: r.seconds, ...r.hyper, ...r.fromEpochs, ...r.measures,
+  };
+  return r;
+}
+
+/** Every training of the given workflows (all when none), with the measures of its stages:
+ * three requests a workflow, however many trainings (what the page shows first). */
 export async function loadRuns(only = []) {
   const workflows = records(await canned("workflows")).filter((w) => w.trainings > 0);
   const chosen = only.length ? workflows.filter((w) => only.includes(w.workflow)) : workflows;
-  const answers = await Promise.all(chosen.map((w) => canned("runs", { workflow: w.workflow })));
+  const answers = await Promise.all(chosen.map((w) => Promise.all([
+    canned("runs", { workflow: w.workflow }), canned("measures", { workflow: w.workflow })])));
   const runs = [];
-  answers.forEach((answer, i) => {
-    for (const r of records(answer)) runs.push({ ...r, workflow: chosen[i].workflow });
+  answers.forEach(([answer, measured], i) => {
+    const measures = stageMeasures(measured);
+    for (const r of records(answer)) {
+      runs.push(rowOf({
+        ...r, workflow: chosen[i].workflow, hyper: Object.fromEntries(pairs(r.hyperparameters)),
+        measures: measures.get(r.training) || {}, fromEpochs: epochCache.get(r.training) || {},
+      }));
+    }
   });
-  await Promise.all(runs.map(async (r) => {
-    const cached = epochCache.get(r.training);
-    if (cached && r.status !== "running") { r.measures = cached; return; }
-    r.measures = stageMeasures(await canned("epochs", { training: r.training }));
-    if (r.status !== "running") epochCache.set(r.training, r.measures);
-  }));
-  for (const r of runs) {
-    r.hyper = Object.fromEntries(pairs(r.hyperparameters));
-    r.row = {
-      workflow: r.workflow, run: r.label || short(r.run), training: short(r.training),
-      status: r.status, started: r.started, duration: r.seconds, ...r.hyper, ...r.measures,
-    };
-  }
   return { workflows: workflows.map((w) => w.workflow), runs };
+}
+
+/** The epochs' figures (latest and best per stage measure): a request per training, once
+ * for a training that has ended. */
+export async function addEpochs(runs) {
+  await Promise.all(runs.map(async (r) => {
+    if (epochCache.has(r.training) && r.status !== "running") return;
+    const figures = epochMeasures(await canned("epochs", { training: r.training }));
+    if (r.status !== "running") epochCache.set(r.training, figures);
+    r.fromEpochs = figures;
+  }));
+  runs.forEach((r) => { r.fromEpochs = epochCache.get(r.training) || r.fromEpochs; rowOf(r); });
 }
 
 export function columnsOf(runs) {
@@ -64,6 +89,7 @@ export function columnsOf(runs) {
   for (const r of runs) {
     Object.keys(r.hyper).forEach((k) => hyper.add(k));
     Object.keys(r.measures).forEach((k) => measures.add(k));
+    Object.keys(r.fromEpochs).forEach((k) => measures.add(k));
   }
   const order = (a, b) => a.replace(/^best /, "").localeCompare(b.replace(/^best /, "")) || a.localeCompare(b);
   return [...FIXED, ...[...measures].sort(order), ...[...hyper].sort()];
@@ -190,18 +216,28 @@ export function render(main, params) {
   };
 
   let busy = false;
+  let drawnKey = "";
   const refresh = async () => {
     if (busy) return; // a slow store: one refresh at a time
     busy = true;
     try {
-      data = await loadRuns(state.workflow);
-      const options = ["", ...data.workflows];
+      const fresh = await loadRuns(state.workflow);
+      const show = () => { // unchanged: the table (its scroll, a row being ticked) stays as it is
+        const key = JSON.stringify(fresh.runs.map((r) => r.row));
+        if (key === drawnKey) return;
+        data = fresh;
+        drawnKey = key;
+        draw();
+      };
+      const options = ["", ...fresh.workflows];
       if (workflowSelect.options.length !== options.length) {
         workflowSelect.replaceChildren(...options.map((w) => h("option", {
           value: w, selected: state.workflow.includes(w) || (!w && !state.workflow.length),
         }, w || "all workflows")));
       }
-      draw();
+      show(); // the runs and their stages' measures first, then the epochs' figures
+      await addEpochs(fresh.runs);
+      show();
       setStatus(`updated ${new Date().toLocaleTimeString()}`);
     } catch (err) {
       holder.replaceChildren(message("error", errorText(err)));
