@@ -1,7 +1,8 @@
-"""Questions that list what a store holds, for pickers and overviews: ``workflows``, ``data``,
-``measures``, ``epochs``, ``batches`` and ``about``. Generic (any workflow that follows the lifecycle conventions), and what the
-web UI reads besides ``runs``, ``lineage`` and ``impact``: it asks nothing the catalog does
-not, so `provkg query` gives every figure the UI shows.
+"""Questions that list what a store holds, for pickers and overviews: ``workflows``,
+``data``, ``measures``, ``epochs``, ``batches`` and ``about``. Generic (any workflow that
+follows the lifecycle conventions), and what the web UI reads besides ``runs``, ``lineage``
+and ``impact``: it asks nothing the catalog does not, so `provkg query` gives every figure
+the UI shows.
 """
 
 from __future__ import annotations
