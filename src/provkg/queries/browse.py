@@ -11,7 +11,7 @@ from typing import Any
 
 from provkg.queries import parts as P
 from provkg.queries.builder import duration, optional, select, subquery, union
-from provkg.queries.lifecycle import batch_measure_detail, checking_shapes
+from provkg.queries.lifecycle import checking_shapes
 from provkg.queries.params import values_block
 from provkg.term import literal
 
@@ -128,6 +128,15 @@ def about(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> st
                   order_by=["DESC(?direction)", "?property", "?value"])
 
 
+def _batch_measures(schema: str) -> Where:
+    """The measure ``?measure`` (bound) of each batch ``?batch`` of the epoch ``?epoch_exec``
+    (index ``?epoch``) that has no rollup, as ``?value`` (numbers only)."""
+    return [P.without_rollup("?epoch_exec provkg:index ?epoch", "?epoch_exec"),
+            P.section("?batch", "?epoch_exec", "training", schema),
+            P.model_evaluation("?batch", "?bm", "?value", schema, name="?measure"),
+            "FILTER(isNumeric(?value))"]
+
+
 def batches(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> str:
     """A batch measure of a training, one row per epoch: how many batches had it and its
     min / avg / max over them. The curve of 60,000 batches drawn as one band per epoch; an
@@ -138,7 +147,7 @@ def batches(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> 
                      P.section("?epoch_exec", "?training", "training", schema)]
     full = subquery(["?epoch", "(COUNT(?value) AS ?batches)", "(MIN(?value) AS ?min_value)",
                      "(AVG(?value) AS ?avg_value)", "(MAX(?value) AS ?max_value)"],
-                    [*anchor, *batch_measure_detail(schema)], group_by=["?epoch"],
+                    [*anchor, *_batch_measures(schema)], group_by=["?epoch"],
                     having="COUNT(?value) > 0")
     # an epoch run twice under one index has a rollup per run: combined as the GROUP BY of
     # the full branch combines their batches

@@ -212,25 +212,21 @@ def training_measure(anchor: Where, schema: str, v: dict[str, object], value: st
 
 def checking_stage(anchor: Where, training: str, var: str, kind: str, schema: str) -> Where:
     """``anchor`` with ``var``: an execution of the ``kind`` stage (validation, evaluation)
-    that checked ``training``, in either shape a capture gives: it used a value the training
-    generated (its model; by the id or by the location alone), or it is informed by the
-    training (a child of it, or a stage that depends on it). Each branch carries the anchor
-    (a UNION branch is evaluated on its own)."""
-    used, informed = _checking_shapes(anchor, training, var)
-    return [union(used, informed), P.stage(var, kind, schema)]
+    that checked ``training``, in either shape a capture gives (:func:`checking_shapes`)."""
+    return [union(*_checking_shapes(anchor, training, var)), P.stage(var, kind, schema)]
 
 
 def checking_shapes(anchor: Where, training: str, var: str, kind: str, schema: str) -> list[Where]:
-    """The two shapes of :func:`checking_stage` apart, each with the anchor and the stage:
-    for a caller that puts more patterns in each branch of its own UNION."""
+    """The two shapes, each with the anchor (a UNION branch is evaluated on its own) and the
+    stage: it used a value the training generated (its model; by the id or by the location
+    alone), or it is informed by the training (a child of it, or a stage depending on it)."""
     return [[*shape, P.stage(var, kind, schema)] for shape in _checking_shapes(anchor, training, var)]
 
 
 def _checking_shapes(anchor: Where, training: str, var: str) -> tuple[Where, Where]:
     out = f"{var}_out"
-    used = [*anchor, P.link(f"{out} prov:wasGeneratedBy {training}"), P.use_of_value(var, out)]
-    informed = [*anchor, P.link(f"{var} prov:wasInformedBy {training}")]
-    return used, informed
+    return ([*anchor, P.link(f"{out} prov:wasGeneratedBy {training}"), P.use_of_value(var, out)],
+            [*anchor, P.link(f"{var} prov:wasInformedBy {training}")])
 
 
 def _measure_of(anchor: Where, ex: str, schema: str, v: dict[str, object], value: str) -> Where:
@@ -296,15 +292,6 @@ def _batch_times(schema: str, dialect: str) -> Where:
             P.section("?batch", "?epoch_exec", "training", schema),
             P.link("?batch prov:startedAtTime ?begin", "?batch prov:endedAtTime ?end"),
             *duration("?begin", "?end", "?s", dialect=dialect)]
-
-
-def batch_measure_detail(schema: str) -> Where:
-    """The measure ``?measure`` (bound) of each batch ``?batch`` of the epoch ``?epoch_exec``
-    (index ``?epoch``) that has no rollup, as ``?value`` (numbers only)."""
-    return [P.without_rollup("?epoch_exec provkg:index ?epoch", "?epoch_exec"),
-            P.section("?batch", "?epoch_exec", "training", schema),
-            P.model_evaluation("?batch", "?bm", "?value", schema, name="?measure"),
-            "FILTER(isNumeric(?value))"]
 
 
 #: drops the one empty group rdflib makes of an aggregate over no solution (GROUP BY over
