@@ -217,6 +217,10 @@ def test_the_runs_table_lists_every_training_with_its_figures(demo: Browsed, dem
     assert len(trainings) >= 2
     demo.goto("/#/runs")
     expect(demo.page.locator("table.runs tbody tr")).to_have_count(len(trainings))
+    # every workflow of the store is listed, those without trainings too
+    workflows = _records(_api(demo_server, "workflows"))
+    assert any(w["trainings"] == 0 for w in workflows)
+    expect(demo.page.locator("#workflow-list li")).to_have_count(len(workflows))
     head, rows = _table(demo.page, "table.runs")
     by_training = {r[head.index("training")]: dict(zip(head, r, strict=True)) for r in rows}
     for t in trainings:

@@ -54,7 +54,8 @@ function rowOf(r) {
 /** Every training of the given workflows (all when none), with the measures of its stages:
  * three requests a workflow, however many trainings (what the page shows first). */
 export async function loadRuns(only = []) {
-  const workflows = records(await canned("workflows")).filter((w) => w.trainings > 0);
+  const every = records(await canned("workflows"));
+  const workflows = every.filter((w) => w.trainings > 0);
   const chosen = only.length ? workflows.filter((w) => only.includes(w.workflow)) : workflows;
   const answers = await Promise.all(chosen.map((w) => Promise.all([
     canned("runs", { workflow: w.workflow }), canned("measures", { workflow: w.workflow })])));
@@ -68,7 +69,7 @@ export async function loadRuns(only = []) {
       }));
     }
   });
-  return { workflows: workflows.map((w) => w.workflow), runs };
+  return { workflows: workflows.map((w) => w.workflow), every, runs };
 }
 
 /** The epochs' figures (latest and best per stage measure): a request per training, once
@@ -184,7 +185,12 @@ export function render(main, params) {
     }
     const shown = data.runs.filter((r) => keep(r.row)).sort(compareRows(state.sort, state.desc));
     info.append(h("p", { class: "muted", id: "run-count" },
-      `${shown.length} of ${data.runs.length} trainings · ${data.workflows.length} workflows`));
+      `${shown.length} of ${data.runs.length} trainings · ${data.workflows.length} workflows with trainings`));
+    // every workflow of the store, those without trainings (curation, preparation) too
+    info.append(h("ul", { class: "workflows", id: "workflow-list" }, data.every.map((w) => h("li", {},
+      h("a", { href: link("runs", { workflow: w.trainings ? w.workflow : [] }), title: "its runs" }, w.workflow),
+      ` ${w.runs} runs, ${w.trainings} trainings · `,
+      h("a", { href: link("specs", { workflow: w.workflow }) }, "spec")))));
     const head = h("tr", {}, h("th", {}, ""), columns.map((c) => h("th", {
       scope: "col", class: c === state.sort ? (state.desc ? "sorted desc" : "sorted") : "sortable",
       onclick: () => {
