@@ -217,6 +217,8 @@ def test_the_runs_table_lists_every_training_with_its_figures(demo: Browsed, dem
     assert len(trainings) >= 2
     demo.goto("/#/runs")
     expect(demo.page.locator("table.runs tbody tr")).to_have_count(len(trainings))
+    # the epochs' figures come after the first table (a redraw): read the table once they are in
+    expect(demo.page.locator("table.runs thead th", has_text="best training").first).to_be_visible()
     # every workflow of the store is listed, those without trainings too
     workflows = _records(_api(demo_server, "workflows"))
     assert any(w["trainings"] == 0 for w in workflows)

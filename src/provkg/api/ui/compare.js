@@ -31,7 +31,11 @@ export function render(main, params) {
   let drawnFor = "";
 
   const draw = async () => {
-    const data = await loadRuns();
+    // the runs (hyperparameters, status) and the chosen trainings' epochs and adaptations at
+    // once: the requests run side by side on the server
+    const [data, answers, adapted] = await Promise.all([loadRuns(),
+      Promise.all(chosen.map((t) => canned("epochs", { training: t }))),
+      Promise.all(chosen.map((t) => canned("adaptations", { training: t })))]);
     runs = data.runs;
     const others = runs.filter((r) => !chosen.includes(r.training));
     if (picker.options.length !== others.length + 1) { // rebuilt only when runs came: an open list stays open
@@ -43,14 +47,12 @@ export function render(main, params) {
       body.replaceChildren(message("info", "Select trainings on the Runs page, or add one above."));
       return;
     }
-    const answers = await Promise.all(selected.map((r) => canned("epochs", { training: r.training })));
     // redrawn when something changed: a running training's new epochs, a status, a duration
     const key = JSON.stringify([selected.map((r) => [r.training, r.status, r.seconds]), answers.map((a) => a.rows)]);
     if (key === drawnFor) return;
     drawnFor = key;
     const perRun = answers.map(curves);
     // learning-rate adaptations, marked at their epoch on every curve
-    const adapted = await Promise.all(selected.map((r) => canned("adaptations", { training: r.training })));
     const marks = adapted.flatMap((a, i) => records(a).filter((m) => typeof m.epoch === "number").map((m) => ({
       x: m.epoch, label: `▼${i + 1}`, text: `${selected[i].row.run}: ${m.technique || "adaptation"} → learning rate ${m.new_value}`,
     })));
