@@ -87,3 +87,49 @@ def test_header_text(note: str, value: str) -> None:
     assert value.isascii() and value.isprintable()
     if "%" in value:  # what was percent-encoded decodes back to the note's own characters
         assert unquote(value) == " ".join(note.split())
+
+
+def test_the_sparql_of_a_canned_query_is_the_one_provkg_query_shows(client: httpx.Client) -> None:
+    from provkg.service.querying import render_query
+
+    response = client.get("/v1/queries/d3/sparql", params={"training": "run-1.1"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/sparql-query")
+    assert response.text == render_query("d3", {"training": "run-1.1"})
+    # bound, never pasted: a hostile value is an escaped literal or refused
+    hostile = client.get("/v1/queries/about/sparql", params={"resource": "x> } DROP ALL {"})
+    assert hostile.status_code == 400 and hostile.json()["error"] == "bad_parameter"
+    assert client.get("/v1/queries/d3/sparql").json()["error"] == "bad_parameter"
+    assert client.get("/v1/queries/nope/sparql").status_code == 404
+    twice = client.get("/v1/queries/d3/sparql?training=a&training=b")
+    assert twice.status_code == 400 and "more than once" in twice.json()["detail"]
+
+
+def test_an_ontologys_terms_carry_labels_comments_and_kinds(client: httpx.Client) -> None:
+    terms = client.get("/v1/ontologies/provml/terms")
+    assert terms.status_code == 200
+    by_iri = {t["iri"]: t for t in terms.json()}
+    training = by_iri["https://w3id.org/provkg/provml#Training"]
+    assert training["kind"] == "class" and training["label"] and training["comment"]
+    properties = client.get("/v1/ontologies/provkg/terms").json()
+    assert {t["kind"] for t in properties} >= {"class", "object property", "datatype property"}
+    assert any(t["domain"] and t["range"] for t in properties if t["kind"] != "class")
+    assert [t["iri"] for t in terms.json()] == sorted(by_iri)
+    assert client.get("/v1/ontologies/nope/terms").status_code == 404
+
+
+def test_the_ui_and_the_api_docs_are_served_without_a_cdn(client: httpx.Client) -> None:
+    import re
+
+    for path in ("/", "/docs", "/redoc"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self';" in csp and "default-src 'none'" in csp, path
+        # every script and style of the page is this server's, none inline
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page.text), path
+        for ref in re.findall(r'(?:src|href)="([^"#]+)"', page.text):  # not the UI's #/views
+            assert ref.startswith("/"), (path, ref)
+            assert client.get(ref).status_code == 200, (path, ref)
+    assert client.get("/ui/../pyproject.toml").status_code == 404
+    assert client.get("/ui/vendor/nothing.js").status_code == 404

@@ -24,6 +24,19 @@ router = APIRouter(tags=["queries"])
 _MAX_PARAM_CHARS = 4096
 
 
+def _query_params(request: Request) -> dict[str, object]:
+    """The query string as canned-query parameters: each once, each of bounded length
+    (bad_parameter, as every other parameter problem)."""
+    params: dict[str, object] = {}
+    for key, value in request.query_params.multi_items():
+        if key in params:
+            raise BadParameter(f"parameter {key!r} given more than once")
+        if len(value) > _MAX_PARAM_CHARS:
+            raise BadParameter(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
+        params[key] = value
+    return params
+
+
 def _describe(query: Any) -> dict[str, Any]:
     params = []
     for p in query.parameters:
@@ -81,14 +94,7 @@ async def run_canned(
     if media is None:  # before the work: a 406 costs nothing
         raise NotAcceptable(f"a canned query's answer is {' or '.join(ROWS_FORMATS)}; the "
                             "Accept header allows neither")
-    params: dict[str, object] = {}
-    for key, value in request.query_params.multi_items():
-        # bad_parameter, as every other parameter problem
-        if key in params:
-            raise BadParameter(f"parameter {key!r} given more than once")
-        if len(value) > _MAX_PARAM_CHARS:
-            raise BadParameter(f"parameter {key!r} is longer than {_MAX_PARAM_CHARS} characters")
-        params[key] = value
+    params = _query_params(request)
     for p in get_query(name).parameters:  # said the API's way, not the CLI's (--param)
         if p.required and p.name not in params:
             raise BadParameter(f"query {name!r} needs parameter {p.name!r} ({p.form}); give "
@@ -133,11 +139,7 @@ async def show_canned(
     service = request.app.state.service
     if name not in {q.name for q in query_catalog()}:
         raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
-    params: dict[str, object] = {}
-    for key, value in request.query_params.multi_items():
-        if key in params:
-            raise BadParameter(f"parameter {key!r} given more than once")
-        params[key] = value
+    params = _query_params(request)
     text = render_query(name, params, schema=service.settings.ingest_schema,
                         dialect=store_dialect(service.settings.store))
     return Response(text, media_type="application/sparql-query; charset=utf-8")
