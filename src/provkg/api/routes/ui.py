@@ -61,10 +61,14 @@ def _vendor_assets() -> dict[str, Any]:
 _ASSETS: dict[str, dict[str, Any]] = {}
 
 
-def _asset(kind: str, name: str) -> Response:
-    if kind not in _ASSETS:
+def _assets(kind: str) -> dict[str, Any]:
+    if kind not in _ASSETS:  # listed once per process
         _ASSETS[kind] = _ui_assets() if kind == "ui" else _vendor_assets()
-    path = _ASSETS[kind].get(name)
+    return _ASSETS[kind]
+
+
+def _asset(kind: str, name: str) -> Response:
+    path = _assets(kind).get(name)
     if path is None:
         raise NotFound("no such asset of the web UI")
     media = _MEDIA.get("." + name.rsplit(".", 1)[-1], "application/octet-stream")
@@ -82,7 +86,7 @@ def _page(text: str, csp: str) -> HTMLResponse:
 
 @router.get("/")
 async def index() -> Response:
-    return _page(_ASSETS.setdefault("ui", _ui_assets())["index.html"].read_text("utf-8"), UI_CSP)
+    return _page(_assets("ui")["index.html"].read_text("utf-8"), UI_CSP)
 
 
 @router.get("/ui/vendor/{name}")
