@@ -10,13 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from provkg.queries import parts as P
-from provkg.queries.builder import duration, optional, select, subquery, union
-from provkg.queries.lifecycle import checking_shapes
+from provkg.queries.builder import anchored_optional, duration, optional, select, subquery, union
+from provkg.queries.lifecycle import Where
 from provkg.queries.params import values_block
 from provkg.term import literal
-
-#: a WHERE clause's items, as the builder takes them
-Where = list[str | P.Part]
 
 __all__ = ["ABOUT_LIMIT", "about", "batches", "data", "epochs", "measures", "workflows"]
 
@@ -65,31 +62,24 @@ def measures(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) ->
                   'BIND("training" AS ?stage)']
     branches = [own]
     for kind in ("validation", "evaluation"):
-        for shape in checking_shapes(anchor, "?training", "?x", kind, schema):  # apart: see epochs
-            branches.append([*shape, P.model_evaluation("?x", "?m", "?value", schema, name="?measure_label"),
+        for shape in P.checking_shapes(anchor, "?training", "?x"):  # apart: see epochs
+            branches.append([*shape, P.stage("?x", kind, schema),
+                             P.model_evaluation("?x", "?m", "?value", schema, name="?measure_label"),
                              f"BIND({literal(kind)} AS ?stage)"])
     return select(["?training", "?stage", "(STR(?measure_label) AS ?measure)", "?value"],
                   [union(*branches)], distinct=True,
                   order_by=["STR(?training)", "?stage", "?measure", "?value"])
 
 
-def _anchored(anchor: Where, *items: str | P.Part, dialect: str) -> str:
-    """OPTIONAL ``items`` with ``anchor`` repeated inside: Oxigraph evaluates an OPTIONAL on
-    its own and joins after, so an unanchored one read every measure of the store (epochs at
-    scale 0.01: 280 ms a stage). Virtuoso feeds the bindings in (and mis-compiles the repeat)."""
-    return optional(*items) if dialect == "virtuoso" else optional(*anchor, *items)
-
-
 def _stage_rows(anchor: Where, kind: str, x: str, schema: str, dialect: str) -> Where:
     """Rows of the execution ``x`` of a ``kind`` stage: each section's (epoch's) index, time
     and measures, and the measures of the stage itself (no epoch)."""
     epoch: Where = [*anchor, P.section("?ep", x, kind, schema), P.link("?ep provkg:index ?epoch")]
-    sections: Where = [
-        *epoch, _anchored(epoch, P.link("?ep prov:startedAtTime ?begin", "?ep prov:endedAtTime ?end"),
-                          dialect=dialect),
-        _anchored(epoch, P.model_evaluation("?ep", "?m", "?value", schema, name="?measure_label"),
-                  dialect=dialect),
-        *duration("?begin", "?end", "?s", dialect=dialect)]
+    times = P.link("?ep prov:startedAtTime ?begin", "?ep prov:endedAtTime ?end")
+    measure = P.model_evaluation("?ep", "?m", "?value", schema, name="?measure_label")
+    sections: Where = [*epoch, anchored_optional(epoch, times, dialect=dialect),
+                       anchored_optional(epoch, measure, dialect=dialect),
+                       *duration("?begin", "?end", "?s", dialect=dialect)]
     whole: Where = [*anchor, P.model_evaluation(x, "?m", "?value", schema, name="?measure_label")]
     return [union(sections, whole), f"BIND({literal(kind)} AS ?stage)"]
 
@@ -101,12 +91,12 @@ def epochs(t: dict[str, Any], v: dict[str, Any], schema: str, dialect: str) -> s
     anchor: Where = [values_block({"training": t["training"]}), P.stage("?training", "training", schema)]
     branches = [_stage_rows(anchor, "training", "?training", schema, dialect)]
     for kind in ("validation", "evaluation"):
-        # each shape of "checked the training" (lifecycle.checking_stage) a branch of its own,
+        # each shape of "checked the training" (parts.checking_shapes) a branch of its own,
         # the epochs inside it: Oxigraph evaluates a UNION apart and joins after, so the
         # epochs joined to a union of the shapes were every validation section of the store
         # first (950 ms a stage at full scale; 13 ms so)
-        for shape in checking_shapes(anchor, "?training", "?x", kind, schema):
-            branches.append(_stage_rows(shape, kind, "?x", schema, dialect))
+        for shape in P.checking_shapes(anchor, "?training", "?x"):
+            branches.append(_stage_rows([*shape, P.stage("?x", kind, schema)], kind, "?x", schema, dialect))
     return select(["?stage", "?epoch", "(xsd:double(?s) AS ?seconds)",
                    "(STR(?measure_label) AS ?measure)", "?value"],
                   [union(*branches)], distinct=True,

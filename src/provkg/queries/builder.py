@@ -17,6 +17,7 @@ __all__ = [
     "DIALECTS",
     "LINEAGE_PATH",
     "MAX_LINEAGE_DEPTH",
+    "anchored_optional",
     "check_dialect",
     "duration",
     "group",
@@ -184,6 +185,16 @@ def group(items: Iterable[str | Part], *, indent: str = "  ") -> str:
 
 def optional(*items: str | Part) -> str:
     return "OPTIONAL " + group(items)
+
+
+def anchored_optional(anchor: Sequence[str | Part], *items: str | Part, dialect: str) -> str:
+    """OPTIONAL ``items``, carrying ``anchor`` too: Oxigraph evaluates an OPTIONAL's
+    patterns on their own and joins afterwards, so without the anchor it reads every match
+    in the store. Not on Virtuoso, whose planner feeds the bindings into the OPTIONAL: the
+    repeated anchor gives the same rows but cost tagged p1 about 2x at full scale."""
+    if dialect == "virtuoso":
+        return optional(*items)
+    return optional(*anchor, *items)
 
 
 def union(*branches: Sequence[str | Part]) -> str:

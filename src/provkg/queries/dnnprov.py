@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from provkg.queries import parts as P
 from provkg.queries.builder import (
+    anchored_optional,
     duration,
     group,
     optional,
@@ -29,16 +30,6 @@ def _trainings(t: dict[str, str], schema: str, *names: str) -> list[str | P.Part
     """Training stages ``?training`` of the workflow ``t["workflow"]`` (anchored by VALUES)."""
     bound = {"wf": t["workflow"], **{n: t[n] for n in names}}
     return [values_block(bound), P.workflow_stage("?wf", "?training", "training", schema)]
-
-
-def _anchored_optional(anchor: list[str | P.Part], *items: str | P.Part, dialect: str) -> str:
-    """OPTIONAL ``items``, carrying ``anchor`` too: Oxigraph evaluates an OPTIONAL's
-    patterns on their own and joins afterwards, so without the anchor it reads every match
-    in the store. Not on Virtuoso, whose planner feeds the bindings into the OPTIONAL: the
-    repeated anchor gives the same rows but cost tagged p1 about 2x at full scale."""
-    if dialect == "virtuoso":
-        return optional(*items)
-    return optional(*anchor, *items)
 
 
 def _bound(t: dict[str, str], name: str, dialect: str) -> str:
@@ -101,7 +92,7 @@ def d3(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     # BINDs come last (patterns after a BIND are joined to it: the store would start there)
     where = [*anchor, P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
                              "?ep prov:endedAtTime ?end"),
-             _anchored_optional(anchor, P.model_evaluation("?ep", "?m", "?loss", schema,
+             anchored_optional(anchor, P.model_evaluation("?ep", "?m", "?loss", schema,
                                                           name=_bound(t, "measure", dialect)),
                                 dialect=dialect),
              *duration("?begin", "?end", "?s", dialect=dialect)]
@@ -113,7 +104,7 @@ def d4(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     # ranked by a checking stage, Virtuoso 7.2 needs the anchor in the OPTIONAL too (SP031)
     anchoring = dialect if (v.get("stage") or "training") == "training" else "standard"
     where = [*_best(t, v, schema),
-             _anchored_optional(_trainings(t, schema), P.hyperparameters(
+             anchored_optional(_trainings(t, schema), P.hyperparameters(
                  "?training", literal("learning_rate"), "?learning_rate", schema), dialect=anchoring)]
     return select(["?training", "?learning_rate", "?value"], where, distinct=True,
                   order_by=["STR(?training)"])
@@ -237,14 +228,14 @@ def _filter(training: str, anchor: list[str | P.Part], dialect: str) -> list[str
     else one found upstream of it (:func:`_upstream`) on the activity that applied it: a
     value of that name it used or generated, or, for an activity of a transformation named
     ``filter``, the text values it used."""
-    own = _anchored_optional(anchor, *_filter_value(training, "?f", "?own_filter"), dialect=dialect)
+    own = anchored_optional(anchor, *_filter_value(training, "?f", "?own_filter"), dialect=dialect)
     named = _filter_value("?f_up", "?uf", "?up_filter")
     by_transformation: list[str | P.Part] = [
         P.link("?f_up prov:wasInfluencedBy ?f_up_tr", '?f_up_tr rdfs:label "filter"',
                "?f_up prov:used ?uf", "?uf prov:value ?up_filter"),
         "FILTER(isLiteral(?up_filter) && DATATYPE(?up_filter) = xsd:string)"]
     # (the anchor inside: Oxigraph would walk upstream of every task of the store)
-    upstream = _anchored_optional(anchor, "FILTER(!BOUND(?own_filter))",
+    upstream = anchored_optional(anchor, "FILTER(!BOUND(?own_filter))",
                                   *_upstream(training, "?f_up", dialect),
                                   union(named, by_transformation), dialect=dialect)
     return [own, upstream, "BIND(COALESCE(?own_filter, ?up_filter) AS ?filter)"]
@@ -316,7 +307,7 @@ def p1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     where = [*epochs, latest,
              P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
                     "?ep prov:endedAtTime ?end"), _FINISHED_EP,
-             _anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
+             anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
                                                            name=literal("loss")), dialect=dialect),
              _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s", dialect=dialect)]
     # ?end: of an epoch index run twice (a resume), the answer keeps the later run (latest_by)

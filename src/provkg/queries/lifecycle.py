@@ -18,7 +18,7 @@ from provkg.queries.builder import duration, lineage, optional, select, subquery
 from provkg.queries.pairs import concat_pairs
 from provkg.queries.params import values_block
 
-__all__ = ["checking_stage", "lower_is_better", "measure_lower", "q1", "q2", "q3", "q4", "q5", "q6", "q7",
+__all__ = ["Where", "checking_stage", "lower_is_better", "measure_lower", "q1", "q2", "q3", "q4", "q5", "q6", "q7",
            "training_measure"]
 
 #: parts of a measure's name that say lower is better, anywhere in the name ...
@@ -212,21 +212,8 @@ def training_measure(anchor: Where, schema: str, v: dict[str, object], value: st
 
 def checking_stage(anchor: Where, training: str, var: str, kind: str, schema: str) -> Where:
     """``anchor`` with ``var``: an execution of the ``kind`` stage (validation, evaluation)
-    that checked ``training``, in either shape a capture gives (:func:`checking_shapes`)."""
-    return [union(*_checking_shapes(anchor, training, var)), P.stage(var, kind, schema)]
-
-
-def checking_shapes(anchor: Where, training: str, var: str, kind: str, schema: str) -> list[Where]:
-    """The two shapes, each with the anchor (a UNION branch is evaluated on its own) and the
-    stage: it used a value the training generated (its model; by the id or by the location
-    alone), or it is informed by the training (a child of it, or a stage depending on it)."""
-    return [[*shape, P.stage(var, kind, schema)] for shape in _checking_shapes(anchor, training, var)]
-
-
-def _checking_shapes(anchor: Where, training: str, var: str) -> tuple[Where, Where]:
-    out = f"{var}_out"
-    return ([*anchor, P.link(f"{out} prov:wasGeneratedBy {training}"), P.use_of_value(var, out)],
-            [*anchor, P.link(f"{var} prov:wasInformedBy {training}")])
+    that checked ``training``, in either shape (:func:`provkg.queries.parts.checking_shapes`)."""
+    return [union(*P.checking_shapes(anchor, training, var)), P.stage(var, kind, schema)]
 
 
 def _measure_of(anchor: Where, ex: str, schema: str, v: dict[str, object], value: str) -> Where:

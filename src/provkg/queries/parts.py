@@ -253,6 +253,17 @@ def hyperparameters(stage_var: str, name: str, value: str, schema: str, *,
                 role_filter(var, _HYPERPARAMETER_ROLES, schema))
 
 
+def checking_shapes(anchor: list[str | Part], training: str,
+                    var: str) -> tuple[list[str | Part], list[str | Part]]:
+    """The two shapes of "``var`` checked ``training``" a capture gives, each with the anchor
+    (a UNION branch is evaluated on its own): it used a value the training generated (its
+    model; by the id or by the location alone), or it is informed by the training (a child of
+    it, or a stage depending on it). ``var``'s stage is the caller's (:func:`stage`)."""
+    out = f"{var}_out"
+    return ([*anchor, link(f"{out} prov:wasGeneratedBy {training}"), use_of_value(var, out)],
+            [*anchor, link(f"{var} prov:wasInformedBy {training}")])
+
+
 def model(stage_var: str, var: str, schema: str) -> Part:
     """The model ``stage_var`` generated."""
     return Part("model", (f"{var} prov:wasGeneratedBy {stage_var}",
