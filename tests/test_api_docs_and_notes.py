@@ -133,3 +133,12 @@ def test_the_ui_and_the_api_docs_are_served_without_a_cdn(client: httpx.Client) 
             assert client.get(ref).status_code == 200, (path, ref)
     assert client.get("/ui/../pyproject.toml").status_code == 404
     assert client.get("/ui/vendor/nothing.js").status_code == 404
+
+
+def test_the_ui_ranks_measures_by_the_queries_rule(client: httpx.Client) -> None:
+    from provkg.queries.lifecycle import lower_is_better
+
+    names = ["val_WER", "accuracy", "neg_mean_squared_error", "top1-err", "power", "ppl"]
+    answer = client.get("/ui/lower-is-better.json", params=[("measure", n) for n in names]).json()
+    assert answer == {n: lower_is_better(n) for n in names}
+    assert answer["val_WER"] is True and answer["power"] is False

@@ -230,8 +230,16 @@ def test_the_runs_table_lists_every_training_with_its_figures(demo: Browsed, dem
         assert row["status"] == t["status"]
         for name, value in _pairs(t["hyperparameters"]).items():
             assert row[name] == value
-        stage_measures = {(r["stage"], r["measure"]): r["value"] for r in _records(
-            _api(demo_server, "epochs", training=t["training"])) if r["epoch"] is None and r["measure"]}
+        epochs = _records(_api(demo_server, "epochs", training=t["training"]))
+        stage_measures = {(r["stage"], r["measure"]): r["value"] for r in epochs
+                          if r["epoch"] is None and r["measure"]}
+        # best over the epochs, in the direction the ranking queries use (lower loss, higher accuracy)
+        losses = [r["value"] for r in epochs if r["stage"] == "training" and r["measure"] == "loss"
+                  and r["epoch"] is not None]
+        accuracies = [r["value"] for r in epochs if r["stage"] == "training" and r["measure"] == "accuracy"
+                      and r["epoch"] is not None]
+        assert row["best training loss"] == _shown(min(losses))
+        assert row["best training accuracy"] == _shown(max(accuracies))
         assert stage_measures, "the demo's trainings have stage measures"
         for (stage, measure), value in stage_measures.items():
             assert row[f"{stage} {measure}"] == _shown(value)

@@ -24,6 +24,11 @@ router = APIRouter(tags=["queries"])
 _MAX_PARAM_CHARS = 4096
 
 
+def _known(name: str) -> None:
+    if name not in {q.name for q in query_catalog()}:
+        raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+
+
 def _query_params(request: Request) -> dict[str, object]:
     """The query string as canned-query parameters: each once, each of bounded length
     (bad_parameter, as every other parameter problem)."""
@@ -88,8 +93,7 @@ async def run_canned(
     from provkg.service.querying import run_query, unknown_attributes, why_empty
 
     service = request.app.state.service
-    if name not in {q.name for q in query_catalog()}:
-        raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+    _known(name)
     media = rows_format(", ".join(request.headers.getlist("accept")) or None)
     if media is None:  # before the work: a 406 costs nothing
         raise NotAcceptable(f"a canned query's answer is {' or '.join(ROWS_FORMATS)}; the "
@@ -137,8 +141,7 @@ async def show_canned(
     from provkg.store.urls import store_dialect
 
     service = request.app.state.service
-    if name not in {q.name for q in query_catalog()}:
-        raise UnknownQuery("no canned query has this name; the catalog is GET /v1/queries")
+    _known(name)
     params = _query_params(request)
     text = render_query(name, params, schema=service.settings.ingest_schema,
                         dialect=store_dialect(service.settings.store))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from provkg.errors import NotFound
@@ -29,6 +29,8 @@ UI_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'sel
 DOCS_CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
             "img-src 'self' data:; connect-src 'self'; font-src 'self' data:; "
             "worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+_MAX_MEASURES = 1_000  # names one lower-is-better request answers
 
 _MEDIA = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
           ".html": "text/html; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
@@ -100,6 +102,16 @@ async def prefixes() -> dict[str, str]:
     from provkg.vocab import PREFIXES
 
     return PREFIXES
+
+
+@router.get("/ui/lower-is-better.json")
+async def lower_is_better(request: Request) -> dict[str, bool]:
+    """measure name -> whether lower is better, by the rule the ranking queries use
+    (:func:`provkg.queries.lifecycle.lower_is_better`): the UI's "best" is theirs."""
+    from provkg.queries.lifecycle import lower_is_better as rule
+
+    names = request.query_params.getlist("measure")[:_MAX_MEASURES]
+    return {name: rule(name) for name in names}
 
 
 @router.get("/ui/{name:path}")

@@ -33,7 +33,8 @@ export function render(main, params) {
   const draw = async () => {
     // the runs (hyperparameters, status) and the chosen trainings' epochs and adaptations at
     // once: the requests run side by side on the server
-    const [data, answers, adapted] = await Promise.all([loadRuns(),
+    // (the runs' hyperparameters and status only: their measures are the runs page's)
+    const [data, answers, adapted] = await Promise.all([loadRuns([], { measures: false }),
       Promise.all(chosen.map((t) => canned("epochs", { training: t }))),
       Promise.all(chosen.map((t) => canned("adaptations", { training: t })))]);
     runs = data.runs;

@@ -187,9 +187,20 @@ export function toCSV(columns, rows) {
   return [columns, ...rows].map((r) => r.map(quote).join(",")).join("\r\n") + "\r\n";
 }
 
-/** Lower is better for this measure's name (loss, error, ...). */
-export function lowerIsBetter(name) {
-  return /loss|error|mse|mae|rmse|perplexity|wer|cer/i.test(String(name));
+const directions = new Map(); // measure name -> lower is better, as the server ranks
+
+/** For each name, whether lower is better: asked of the server once per name (the rule
+ * the ranking queries use), so the UI's "best" is the queries' best. */
+export async function lowerIsBetter(names) {
+  const unknown = [...new Set(names)].filter((n) => n && !directions.has(n));
+  if (unknown.length) {
+    const url = new URL("/ui/lower-is-better.json", location.origin);
+    unknown.forEach((n) => url.searchParams.append("measure", n));
+    const response = await fetch(url, { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new ApiError(response.status, await readError(response));
+    for (const [n, lower] of Object.entries(await response.json())) directions.set(n, lower);
+  }
+  return (name) => directions.get(name) === true;
 }
 
 export function setStatus(text) {

@@ -10,7 +10,7 @@ export const REFRESH_MS = 1500;
 const FIXED = ["workflow", "run", "training", "status", "started", "duration"];
 
 /** From `epochs`: per stage measure, the latest epoch's value and the best over the epochs. */
-export function epochMeasures(answer) {
+export function epochMeasures(answer, lower) {
   const out = {};
   const latest = {};
   for (const r of records(answer)) {
@@ -19,7 +19,7 @@ export function epochMeasures(answer) {
     const key = `${r.stage} ${r.measure}`;
     if (!(key in latest) || r.epoch >= latest[key].epoch) latest[key] = { epoch: r.epoch, value: r.value };
     const best = `best ${key}`;
-    const better = lowerIsBetter(r.measure) ? Math.min : Math.max;
+    const better = lower(r.measure) ? Math.min : Math.max;
     out[best] = best in out ? better(out[best], r.value) : r.value;
   }
   for (const [key, v] of Object.entries(latest)) out[key] = v.value;
@@ -28,13 +28,13 @@ export function epochMeasures(answer) {
 
 /** From `measures`: training -> {"<stage> <measure>": value}; of several checks of one
  * training (two validations), the best. */
-function stageMeasures(answer) {
+function stageMeasures(answer, lower) {
   const out = new Map();
   for (const r of records(answer)) {
     if (typeof r.value !== "number") continue;
     const m = out.get(r.training) || out.set(r.training, {}).get(r.training);
     const key = `${r.stage} ${r.measure}`;
-    const better = lowerIsBetter(r.measure) ? Math.min : Math.max;
+    const better = lower(r.measure) ? Math.min : Math.max;
     m[key] = key in m ? better(m[key], r.value) : r.value;
   }
   return out;
@@ -53,19 +53,22 @@ function rowOf(r) {
 
 /** Every training of the given workflows (all when none), with the measures of its stages:
  * three requests a workflow, however many trainings (what the page shows first). */
-export async function loadRuns(only = []) {
+export async function loadRuns(only = [], { measures = true } = {}) {
   const every = records(await canned("workflows"));
   const workflows = every.filter((w) => w.trainings > 0);
   const chosen = only.length ? workflows.filter((w) => only.includes(w.workflow)) : workflows;
+  const none = { columns: ["training", "stage", "measure", "value"], rows: [] };
   const answers = await Promise.all(chosen.map((w) => Promise.all([
-    canned("runs", { workflow: w.workflow }), canned("measures", { workflow: w.workflow })])));
+    canned("runs", { workflow: w.workflow }),
+    measures ? canned("measures", { workflow: w.workflow }) : none])));
+  const lower = await lowerIsBetter(answers.flatMap(([, measured]) => records(measured).map((r) => r.measure)));
   const runs = [];
   answers.forEach(([answer, measured], i) => {
-    const measures = stageMeasures(measured);
+    const byTraining = stageMeasures(measured, lower);
     for (const r of records(answer)) {
       runs.push(rowOf({
         ...r, workflow: chosen[i].workflow, hyper: Object.fromEntries(pairs(r.hyperparameters)),
-        measures: measures.get(r.training) || {}, fromEpochs: epochCache.get(r.training) || {},
+        measures: byTraining.get(r.training) || {}, fromEpochs: epochCache.get(r.training) || {},
       }));
     }
   });
@@ -77,7 +80,8 @@ export async function loadRuns(only = []) {
 export async function addEpochs(runs) {
   await Promise.all(runs.map(async (r) => {
     if (epochCache.has(r.training) && r.status !== "running") return;
-    const figures = epochMeasures(await canned("epochs", { training: r.training }));
+    const answer = await canned("epochs", { training: r.training });
+    const figures = epochMeasures(answer, await lowerIsBetter(records(answer).map((e) => e.measure)));
     if (r.status !== "running") epochCache.set(r.training, figures);
     r.fromEpochs = figures;
   }));
