@@ -37,21 +37,13 @@ _MEDIA = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=ut
 
 
 def _table(root: Any, names: list[str]) -> dict[str, Any]:
-    return {n: root.joinpath(*n.split("/")) for n in names}
+    return {n: root.joinpath(n) for n in names}
 
 
 def _ui_assets() -> dict[str, Any]:
+    """The UI folder's files (flat), listed once: a request only looks its name up here."""
     root = files("provkg.api").joinpath("ui")
-    names: list[str] = []
-    stack = [("", root)]
-    while stack:  # the package's files, listed once: requests only look names up in it
-        prefix, folder = stack.pop()
-        for entry in folder.iterdir():
-            if entry.is_dir():
-                stack.append((f"{prefix}{entry.name}/", entry))
-            elif entry.name.rsplit(".", 1)[-1] in ("js", "css", "html", "png", "svg"):
-                names.append(prefix + entry.name)
-    return _table(root, names)
+    return _table(root, [e.name for e in root.iterdir() if "." + e.name.rsplit(".", 1)[-1] in _MEDIA])
 
 
 def _vendor_assets() -> dict[str, Any]:
@@ -114,7 +106,7 @@ async def lower_is_better(request: Request) -> dict[str, bool]:
     return {name: rule(name) for name in names}
 
 
-@router.get("/ui/{name:path}")
+@router.get("/ui/{name}")
 async def ui_asset(name: str) -> Response:
     return _asset("ui", name)
 
