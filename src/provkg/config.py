@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     queue_fsync: bool = True  # fsync before 202; off only for throwaway benchmarks
     queue_apply_events: _Positive = 20_000  # events per store write by the queue worker
     sparql_workers: _Positive = 2  # subprocesses running user SPARQL on an embedded store
+    #: seconds between the background refreshes of those workers' views while the queue writes
+    #: (0: none; every query then sees every applied event, opening its view itself)
+    sparql_view_refresh_s: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 0.1
     mqtt_url: str | None = None  # provkg serve also listens to this broker when set
     #: the MQTT session's client id; default: one per queue folder (``provkg-`` + a hash of its
     #: absolute path), stable across restarts so the broker keeps the session, and distinct

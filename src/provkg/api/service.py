@@ -81,7 +81,8 @@ def open_service(settings: Settings) -> Service:
     try:
         check_query("ASK {}")  # loads the SPARQL grammar now rather than on the first request
         sparql = SparqlRunner(ingest.store, settings.store, timeout=settings.query_timeout_s,
-                              max_rows=settings.max_rows, workers=settings.sparql_workers)
+                              max_rows=settings.max_rows, workers=settings.sparql_workers,
+                              refresh_s=settings.sparql_view_refresh_s)
     except BaseException:
         ingest.close()  # releases the queue folder's lock, closes the store
         raise

@@ -11,6 +11,7 @@ query finishes in a background thread, which is why the service should run on
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import select
@@ -29,6 +30,8 @@ from provkg.api.sparql_dataset import ProtocolDataset, with_dataset
 from provkg.api.sparql_worker import too_many_rows_message
 from provkg.errors import QuerySyntaxError, QueryTimeout, StoreError
 from provkg.store.base import Rows, Store
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SparqlAnswer", "SparqlRunner", "embedded_directory"]
 
@@ -58,11 +61,13 @@ def embedded_directory(store_url: str) -> str | None:
 
 #: seconds a fresh SPARQL worker may take to load its parsers before its first query
 WORKER_START_S = 60.0
-#: write-ahead log bytes past which the server flushes the store before a worker opens it:
-#: a read-only open replays the whole log (~24 ms per MB, ~3 KB per event), so the log
-#: a query waits for stays under ~6 ms; flushing only when a query comes keeps the cost
-#: to the query rate, not the ingest rate (benchmarks/results/service.md)
+#: bytes written through the write-ahead log (Store.log_bytes) past which the server flushes
+#: the store before a worker opens it: a read-only open replays the whole log (~24 ms per MB,
+#: ~3 KB per event), so the log an open replays stays under ~1 MB
 LOG_FLUSH_BYTES = 1 << 18
+#: a view older than this many refresh intervals is not used once the store changed (a
+#: worker kept busy through the refreshes): the query opens a fresh one
+MAX_LAG_REFRESHES = 10
 
 
 class _Worker:
@@ -73,6 +78,9 @@ class _Worker:
             start_new_session=True)  # a Ctrl-C to the server is handled by the server
         self._buffer = b""
         self._ready = False  # it said so once its parsers were loaded
+        #: the store's write version its view has seen, and when it was opened (None: none)
+        self.version: int | None = None
+        self.opened_at = 0.0
 
     def ask(self, request: dict[str, object], *, timeout: float) -> dict[str, object]:
         """The worker's answer to ``request``, within ``timeout`` seconds of the worker being
@@ -101,6 +109,11 @@ class _Worker:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
+    def seen(self, version: int | None) -> None:
+        """It answered a request carrying ``version``: its view has seen that one."""
+        if version != self.version:
+            self.version, self.opened_at = version, time.monotonic()
+
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -115,10 +128,13 @@ class SparqlRunner:
         timeout: seconds per query.
         max_rows: more rows than this is an error (not a silent cut).
         workers: subprocesses kept warm for the embedded store.
+        refresh_s: seconds between the background refreshes of their views while the ingest
+            queue writes (:meth:`Store.queued_writes`); 0: none, a query opens a fresh view
+            after any write.
     """
 
     def __init__(self, store: Store, store_url: str, *, timeout: float, max_rows: int,
-                 workers: int = 2):
+                 workers: int = 2, refresh_s: float = 0.0):
         self._store = store
         self._directory = embedded_directory(store_url)
         self._timeout = timeout
@@ -128,9 +144,16 @@ class SparqlRunner:
         self._all: list[_Worker] = []
         self._closed = False
         self._flush_lock = threading.Lock()
+        self._floor = 0  # see require_current
+        self._stop = threading.Event()
         if self._directory is not None:
-            for _ in range(max(1, workers)):
+            self._size = max(1, workers)
+            for _ in range(self._size):
                 self._idle.put(self._spawn())  # started now: it loads its parsers meanwhile
+            if refresh_s > 0:
+                threading.Thread(target=self._refresh_views, args=(refresh_s,),
+                                 name="provkg-sparql-views", daemon=True).start()
+        self._max_lag_s = refresh_s * MAX_LAG_REFRESHES
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers),
                                            thread_name_prefix="provkg-sparql")
 
@@ -163,8 +186,17 @@ class SparqlRunner:
         except FutureTimeout:
             raise QueryTimeout(f"query ran past the time limit of {self._timeout:g} s") from None
 
+    def require_current(self) -> None:
+        """The next queries see every write made before this call (the queue's own writes
+        too, which they may otherwise see up to ten refresh intervals later): the status route
+        calls it when it reports an empty backlog, so that "applied" means "queryable"."""
+        version = self._store.write_version
+        if version is not None:
+            self._floor = max(self._floor, version)
+
     def close(self) -> None:
         self._closed = True
+        self._stop.set()
         with self._lock:
             for worker in self._all:
                 worker.kill()
@@ -184,8 +216,8 @@ class SparqlRunner:
                 worker = self._spawn()
             request: dict[str, object] = {"path": self._directory, "query": text,
                                           "max_rows": self._max_rows}
-            version = self._fresh_version()
-            if version is not None:  # unchanged since the worker opened it: it keeps its view
+            version = worker.version if self._view_usable(worker) else self._fresh_version()
+            if version is not None:  # the worker keeps its view while it has this version
                 request["version"] = version
             if guard is not None:
                 request.update(guard=list(guard), form=form)
@@ -193,6 +225,7 @@ class SparqlRunner:
                 request.update(default_graphs=list(dataset.default_graphs),
                                named_graphs=list(dataset.named_graphs))
             reply = worker.ask(request, timeout=self._timeout)
+            worker.seen(version)
         except TimeoutError:
             self._retire(worker)
             worker = None
@@ -205,6 +238,42 @@ class SparqlRunner:
         finally:  # a stopped worker is replaced at once, so the next query finds it warm
             self._idle.put(worker if worker is not None or self._closed else self._spawn())
         return self._decode(reply, form)
+
+    def _view_usable(self, worker: _Worker) -> bool:
+        """Whether ``worker``'s view may answer: it has seen every write outside the queue
+        (:meth:`Store.queued_writes`) and everything before :meth:`require_current`, and the
+        queue's writes up to ten refresh intervals ago at most (the refresher keeps it at one)."""
+        held = worker.version
+        if held is None:
+            return False
+        if held == self._store.write_version:
+            return True
+        return (held >= self._store.must_see_version and held >= self._floor
+                and time.monotonic() - worker.opened_at < self._max_lag_s)
+
+    def _refresh_views(self, every_s: float) -> None:
+        """While the store changes, give each idle worker a fresh view every ``every_s``, off
+        the queries' path (an open replays the write-ahead log: ~40-85 ms under ingest)."""
+        while not self._stop.wait(every_s):
+            for _ in range(self._size):
+                try:
+                    worker = self._idle.get_nowait()
+                except queue.Empty:
+                    break  # all busy with queries: they refresh their own views
+                try:
+                    if worker is not None and worker.proc.poll() is None and \
+                            worker.version != self._store.write_version:
+                        version = self._fresh_version()
+                        worker.ask({"path": self._directory, "refresh": True, "version": version,
+                                    "max_rows": 0}, timeout=self._timeout)
+                        worker.seen(version)
+                except (TimeoutError, OSError, StoreError):
+                    self._retire(worker)
+                    worker = None
+                except Exception:  # noqa: BLE001  never let the thread die: queries refresh
+                    log.exception("refreshing a SPARQL worker's view failed")
+                finally:
+                    self._idle.put(worker if worker is not None or self._closed else self._spawn())
 
     def _fresh_version(self) -> int | None:
         """The store's write version (None: a store that has none), the log flushed first

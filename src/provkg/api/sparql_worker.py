@@ -6,6 +6,8 @@ through ``Store.read_only`` (a view of everything written when it was opened; th
 RocksDB lock held by the serving process does not apply), runs one query per request,
 and answers one JSON line. Protocol on stdin / stdout, one JSON object per line::
 
+    -> {"path": DIR, "refresh": true, "version": V}   (open a view for V now; no query)
+    <- {"kind": "refreshed"}
     -> {"path": DIR, "query": TEXT, "max_rows": N[, "version": V]
         [, "guard": [ALLOWED SERVICE IRIs], "form": F][, "default_graphs": [IRI, ...], "named_graphs": [IRI, ...]]}
     <- {"kind": "select", "columns": [...], "rows": [[TERM | null, ...]]}
@@ -102,6 +104,9 @@ def _guard(text: str, allowed: list[str], form: str | None) -> dict[str, Any] | 
 
 
 def _answer_once(request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("refresh"):
+        _view(request)
+        return {"kind": "refreshed"}
     max_rows = int(request["max_rows"])
     if "guard" in request:
         refused = _guard(request["query"], list(request["guard"]), request.get("form"))

@@ -326,6 +326,14 @@ class StoreWait:
             self._thread.join(timeout=10)
 
 
+def _queued(store: Store, write: Callable[..., Any]) -> Callable[..., Any]:
+    """``write`` with its writes marked as the queue's (:meth:`Store.queued_writes`)."""
+    def queued(*args: Any) -> Any:
+        with store.queued_writes():
+            return write(*args)
+    return queued
+
+
 def _start_queue(store: Store, store_url: str, specs: SavedSpecs, waiting: StoreWait | None, *,
                  queue_dir: Path, schema: str, fsync: bool, apply_events: int) -> QueuedIngest:
     specs.load()
@@ -333,8 +341,8 @@ def _start_queue(store: Store, store_url: str, specs: SavedSpecs, waiting: Store
         _sync_specs(store, specs, schema=schema)
     applier = QueueApplier(store, specs, schema=schema)
     apply = waiting.gate(applier.apply) if waiting else applier.apply
-    queue = IngestQueue(queue_dir, apply, fsync=fsync, apply_events=apply_events,
-                        settle=applier.settle)
+    queue = IngestQueue(queue_dir, _queued(store, apply), fsync=fsync, apply_events=apply_events,
+                        settle=_queued(store, applier.settle))
     applier.reject = queue.dead_letter
     queue.start()
     ingest = QueuedIngest(store=store, queue=queue, specs=specs, store_wait=waiting)

@@ -14,8 +14,10 @@ are re-exported here from :mod:`provkg.store.common`, :mod:`provkg.store.values`
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -54,6 +56,9 @@ __all__ = [
     "refuse_deep_nesting", "checked_iri",
 ]
 
+#: per thread: inside :meth:`Store.queued_writes`
+_queued = threading.local()
+
 
 class Store(ABC):
     """A triple store provkg can write to and query. Use :func:`provkg.store.open_store`.
@@ -68,6 +73,8 @@ class Store(ABC):
 
     #: the URL the store was opened with
     url: str = ""
+    #: see :attr:`must_see_version`
+    _must_see = 0
     #: how canned queries are rendered for this store (``provkg.queries.builder.DIALECTS``)
     query_dialect: str = "standard"
     #: opened read-only because another process holds it (``open_store(..., read_only=True)``):
@@ -189,6 +196,29 @@ class Store(ABC):
         processes that keep a view of the same files (the embedded store's SPARQL workers);
         None: not tracked (the store needs no such reader)."""
         return None
+
+    @property
+    def must_see_version(self) -> int:
+        """The :attr:`write_version` after the last write made outside :meth:`queued_writes`:
+        a reader that keeps a view must have seen at least this one (0: none yet)."""
+        return self._must_see
+
+    @contextmanager
+    def queued_writes(self) -> Iterator[None]:
+        """Writes made inside, on this thread, are the ingest queue's: already acknowledged
+        (202) and asynchronous by contract, so a reader that keeps a view may see them a
+        bounded time later (the SPARQL workers, :mod:`provkg.api.sparql`). Every other write
+        raises :attr:`must_see_version`, so a request's own write is seen by its next query."""
+        _queued.on = True
+        try:
+            yield
+        finally:
+            _queued.on = False
+
+    def _wrote(self, version: int) -> None:
+        """Called by a backend that tracks :attr:`write_version` after each write."""
+        if not getattr(_queued, "on", False):
+            self._must_see = version
 
     def log_bytes(self) -> int:
         """Bytes of write-ahead log a reader opening the store's files replays (0: none)."""

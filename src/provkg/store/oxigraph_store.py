@@ -15,7 +15,6 @@ import functools
 import gzip
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -110,7 +109,7 @@ class OxigraphStore(Store):
         self._writes = itertools.count(1)
         #: changes after every write (see :attr:`write_version`)
         self._version = 0
-        self._flushed_log = 0  # the newest log file before the last flush_log: replayed no more
+        self._unflushed = 0  # bytes written through the log since the last flush_log
         self.directory = Path(directory) if directory is not None else None
         self.url = url or (f"oxigraph:{directory}" if directory is not None else "memory:")
         if self.directory is not None:
@@ -154,6 +153,8 @@ class OxigraphStore(Store):
         while chunk := list(itertools.islice(it, CHUNK)):
             data, n = ntriples_bytes(chunk, graph)
             bulk = n >= BULK_MIN
+            if not bulk:  # a bulk load writes table files, not the log
+                self._unflushed += len(data)
             db = self._writable()  # before the bound method below holds the handle
             load = db.bulk_load if bulk else db.load
             self._write(functools.partial(load, input=data, format=fmt, lenient=trusted),
@@ -205,6 +206,7 @@ class OxigraphStore(Store):
         return time.perf_counter() - start
 
     def update(self, sparql: str) -> None:
+        self._unflushed += len(sparql)
         self._write(lambda: self._check_open().update(sparql), what="SPARQL update")
 
     def clear(self, *, graph: str | None = None) -> None:
@@ -302,7 +304,8 @@ class OxigraphStore(Store):
                               update=what == "SPARQL update", oversized=oversized):
                 action()
         finally:  # after the write, failed ones too (they may have written a part)
-            self._version = next(self._writes)
+            self._version = version = next(self._writes)
+            self._wrote(version)
 
     @property
     def write_version(self) -> int:
@@ -312,30 +315,20 @@ class OxigraphStore(Store):
         return self._version
 
     def log_bytes(self) -> int:
-        """Bytes in the store's live write-ahead log files (0 in memory): what a read-only open
-        replays (about 24 ms per MB measured; benchmarks/results/service.md). Log files from
-        before this handle's last :meth:`flush_log` are not counted: RocksDB deletes them some
-        time after the flush, and an open skips them."""
-        return sum(size for _, size in self._logs() if _ > self._flushed_log)
+        """See :meth:`Store.log_bytes`: the N-Triples and update texts written in transactions
+        through this handle since its last :meth:`flush_log` (the log holds 2-3x that; a
+        read-only open replays about 24 ms per MB of log, benchmarks/results/service.md).
+        Counted, not read from the log files' sizes: RocksDB recycles a log file by renaming
+        an old one and writing over it, so their sizes say little of what is in them."""
+        return self._unflushed if self.directory is not None else 0
 
     def flush_log(self) -> None:
         """Write the memory tables to table files, so the log a read-only open replays is
         short again (the writes after it go to a new log file)."""
         if self.directory is not None and not self._read_only:
-            before = max((number for number, _ in self._logs()), default=0)
+            self._unflushed = 0  # first: a write during the flush is counted for the next one
             with self._errors("Oxigraph could not flush the store", writing=True):
                 self._check_open().flush()
-            self._flushed_log = max(self._flushed_log, before)
-
-    def _logs(self) -> list[tuple[int, int]]:
-        """(number, bytes) of the write-ahead log files (``000012.log``)."""
-        if self.directory is None:
-            return []
-        try:
-            return [(int(e.name[:-4]), e.stat().st_size) for e in os.scandir(self.directory)
-                    if e.name.endswith(".log") and e.name[:-4].isdigit()]
-        except OSError:
-            return []
 
     @contextmanager
     def _errors(self, failed: str, *, query: str | None = None, what: str = "the data",

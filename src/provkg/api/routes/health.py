@@ -69,6 +69,8 @@ async def ready(request: Request) -> Any:
         if hasattr(extra, "subscribed") and not extra.subscribed.is_set():
             problems.append("MQTT listener: not subscribed to the broker yet")
     stats = queue.stats()
+    if stats.backlog_events == 0:  # "nothing left to apply" then means "all of it queryable"
+        service.sparql.require_current()
     notices = []
     if stats.dead_letters:
         notices.append(
