@@ -230,6 +230,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PROVKG_QUEUE_DIR": str(folder / "queue")}
+    if args.view_refresh is not None:
+        env["PROVKG_SPARQL_VIEW_REFRESH_S"] = str(args.view_refresh)
     log = open(folder / "server.log", "wb")
     server = subprocess.Popen(
         [sys.executable, "-m", "provkg.cli", "serve", "--store", f"oxigraph:{folder / 'store'}",
@@ -317,6 +319,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "setup": {"clients": args.clients, "batch_events": args.batch, "duration_s": args.duration,
                   "offered_events_per_s": args.rate or "as fast as answered",
                   "d3_probe_every_s": args.d3_every,
+                  "sparql_view_refresh_s": args.view_refresh if args.view_refresh is not None
+                  else "default",
                   "store": "embedded Oxigraph on disk", "fsync_before_202": True,
                   "client": "pre-built gzip bodies (HttpSink's encoding) posted over one "
                             "keep-alive http.client connection, one process per client"},
@@ -419,14 +423,21 @@ def main() -> int:
     parser.add_argument("--rates", default="",
                         help="a sweep: comma-separated offered rates (0: as fast as answered), "
                              "one fresh server each, written to service-rates.md / .json")
+    parser.add_argument("--view-refresh", default="",
+                        help="the server's PROVKG_SPARQL_VIEW_REFRESH_S; comma-separated: each "
+                             "rate of a sweep runs once per value, the values alternately")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args()
+    refreshes = [float(x) for x in args.view_refresh.split(",")] if args.view_refresh else [None]
+    args.view_refresh = refreshes[0]
     if args.rates:
         sweep = []
         for rate in [float(x) for x in args.rates.split(",")]:
-            result = run(argparse.Namespace(**{**vars(args), "rate": rate}))
-            print(sweep_row(result), flush=True)
-            sweep.append(result)
+            for refresh in refreshes:
+                result = run(argparse.Namespace(**{**vars(args), "rate": rate,
+                                                   "view_refresh": refresh}))
+                print(sweep_row(result), flush=True)
+                sweep.append(result)
         write_sweep(sweep, Path(args.out))
         return 0
     result = run(args)
@@ -443,6 +454,7 @@ def sweep_row(r: dict[str, Any]) -> str:
     lat, pers, ask = r["ingest_latency_ms"], r["persistence_latency_s"], r["sparql_ask_latency_ms"]
     offered = r["setup"]["offered_events_per_s"]
     return (f"| {offered if isinstance(offered, str) else f'{offered:,.0f}'} | "
+            f"{r['setup'].get('sparql_view_refresh_s', 'default')} | "
             f"{r['accepted_events_per_s']:,.0f} | {r['applied_events_per_s']:,.0f} | "
             f"{lat['p50']:.0f} / {lat['p99']:.0f} | {pers['p50']:.2f} / {pers['p99']:.2f} | "
             f"{ask['p50']:.0f} / {ask['p99']:.0f} | {r['server_cpu_us_per_event']:.0f} | "
@@ -462,12 +474,14 @@ fixed schedule (open loop: a late answer counts from its planned send time) for
 Oxigraph store (fsync before every 202). Probes while they post: a persistence probe
 (post one task end, poll `/v1/sparql` ASK until it is visible), a trivial `ASK {{ ?s ?p ?o }}`
 on `/v1/sparql` every 0.2 s, and `d3` every {first['setup']['d3_probe_every_s']} s (0: none).
+View refresh: the server's `PROVKG_SPARQL_VIEW_REFRESH_S` (0: a query opens a view after any
+write); the values of one rate ran one after the other, each on a fresh server.
 CPU: the server and its SPARQL worker processes (user + system) per accepted event.
 {first['machine']['cpus']} CPUs; commit {first['machine']['provkg_commit']}; load average before the
 first rate {first['machine']['load_average_before']}.
 
-| offered ev/s | accepted ev/s | applied ev/s | POST p50 / p99 ms | persistence p50 / p99 s | ASK p50 / p99 ms | server CPU-µs / event | backlog at stop |
-|---|---|---|---|---|---|---|---|
+| offered ev/s | view refresh s | accepted ev/s | applied ev/s | POST p50 / p99 ms | persistence p50 / p99 s | ASK p50 / p99 ms | server CPU-µs / event | backlog at stop |
+|---|---|---|---|---|---|---|---|---|
 {rows}
 """)
 

@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     sparql_workers: _Positive = 2  # subprocesses running user SPARQL on an embedded store
     #: seconds between the background refreshes of those workers' views while the queue writes
     #: (0: none; every query then sees every applied event, opening its view itself)
-    sparql_view_refresh_s: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 0.1
+    sparql_view_refresh_s: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 0.25
     mqtt_url: str | None = None  # provkg serve also listens to this broker when set
     #: the MQTT session's client id; default: one per queue folder (``provkg-`` + a hash of its
     #: absolute path), stable across restarts so the broker keeps the session, and distinct

@@ -63,11 +63,16 @@ def embedded_directory(store_url: str) -> str | None:
 WORKER_START_S = 60.0
 #: bytes written through the write-ahead log (Store.log_bytes) past which the server flushes
 #: the store before a worker opens it: a read-only open replays the whole log (~24 ms per MB,
-#: ~3 KB per event), so the log an open replays stays under ~1 MB
+#: ~3 KB per event), so the log an open replays stays short
 LOG_FLUSH_BYTES = 1 << 18
+#: seconds between two such flushes at least, unless the log is past LOG_FLUSH_MAX_BYTES: each
+#: flush writes small table files the store then compacts, and one per query (the persistence
+#: probe polls every 20 ms) halved the applier's rate at 2,500 events/s
+FLUSH_EVERY_S = 0.5
+LOG_FLUSH_MAX_BYTES = 8 << 20
 #: a view older than this many refresh intervals is not used once the store changed (a
 #: worker kept busy through the refreshes): the query opens a fresh one
-MAX_LAG_REFRESHES = 10
+MAX_LAG_REFRESHES = 4
 
 
 class _Worker:
@@ -144,6 +149,7 @@ class SparqlRunner:
         self._all: list[_Worker] = []
         self._closed = False
         self._flush_lock = threading.Lock()
+        self._flushed_at = 0.0
         self._floor = 0  # see require_current
         self._stop = threading.Event()
         if self._directory is not None:
@@ -188,7 +194,7 @@ class SparqlRunner:
 
     def require_current(self) -> None:
         """The next queries see every write made before this call (the queue's own writes
-        too, which they may otherwise see up to ten refresh intervals later): the status route
+        too, which they may otherwise see up to four refresh intervals later): the status route
         calls it when it reports an empty backlog, so that "applied" means "queryable"."""
         version = self._store.write_version
         if version is not None:
@@ -242,7 +248,7 @@ class SparqlRunner:
     def _view_usable(self, worker: _Worker) -> bool:
         """Whether ``worker``'s view may answer: it has seen every write outside the queue
         (:meth:`Store.queued_writes`) and everything before :meth:`require_current`, and the
-        queue's writes up to ten refresh intervals ago at most (the refresher keeps it at one)."""
+        queue's writes up to four refresh intervals ago at most (the refresher keeps it at one)."""
         held = worker.version
         if held is None:
             return False
@@ -283,7 +289,10 @@ class SparqlRunner:
         if version is None:
             return None
         with self._flush_lock:
-            if self._store.log_bytes() > LOG_FLUSH_BYTES:
+            logged = self._store.log_bytes()
+            if logged > LOG_FLUSH_MAX_BYTES or logged > LOG_FLUSH_BYTES and \
+                    time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
+                self._flushed_at = time.monotonic()
                 try:
                     self._store.flush_log()
                 except StoreError:
