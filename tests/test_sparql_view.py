@@ -9,13 +9,17 @@ off the queries' path, and a query may see them up to four refresh intervals lat
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from provkg.api import sparql, sparql_worker
 from provkg.api.sparql import LOG_FLUSH_BYTES, SparqlRunner
 from provkg.store import open_store
+from provkg.store.base import Store
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
 
@@ -86,12 +90,21 @@ def _n(runner: SparqlRunner) -> int:
     return int(runner.run(COUNT, "select").rows.rows[0][0]["value"])
 
 
-def test_the_queues_writes_may_lag_until_required_and_other_writes_never_do(tmp_path: Path) -> None:
+@contextmanager
+def _runner(tmp_path: Path, **options: Any) -> Iterator[tuple[Store, SparqlRunner]]:
     url = f"oxigraph:{tmp_path / 'store'}"
     store = open_store(url)
-    # no background refresh within this test, and views kept for ten hours
-    runner = SparqlRunner(store, url, timeout=30, max_rows=10, workers=1, refresh_s=3600)
+    runner = SparqlRunner(store, url, timeout=30, max_rows=10, **options)
     try:
+        yield store, runner
+    finally:
+        runner.close()
+        store.close()
+
+
+def test_the_queues_writes_may_lag_until_required_and_other_writes_never_do(tmp_path: Path) -> None:
+    # no background refresh within this test, and views kept for four hours
+    with _runner(tmp_path, workers=1, refresh_s=3600) as (store, runner):
         store.add(_triples(0, 3))
         assert _n(runner) == 3
         with store.queued_writes():
@@ -104,16 +117,10 @@ def test_the_queues_writes_may_lag_until_required_and_other_writes_never_do(tmp_
             store.add(_triples(6, 3))
         store.add(_triples(9, 3))  # a write of another request: seen by the next query
         assert _n(runner) == 12
-    finally:
-        runner.close()
-        store.close()
 
 
 def test_the_refresher_brings_the_queues_writes_to_the_idle_workers(tmp_path: Path) -> None:
-    url = f"oxigraph:{tmp_path / 'store'}"
-    store = open_store(url)
-    runner = SparqlRunner(store, url, timeout=30, max_rows=10, workers=2, refresh_s=0.05)
-    try:
+    with _runner(tmp_path, workers=2, refresh_s=0.05) as (store, runner):
         assert _n(runner) == 0
         with store.queued_writes():
             store.add(_triples(0, 4))
@@ -123,20 +130,11 @@ def test_the_refresher_brings_the_queues_writes_to_the_idle_workers(tmp_path: Pa
             assert time.monotonic() < deadline, [w.version for w in runner._all]
             time.sleep(0.05)
         assert _n(runner) == 4
-    finally:
-        runner.close()
-        store.close()
 
 
 def test_without_refresh_a_query_sees_the_queues_writes_at_once(tmp_path: Path) -> None:
-    url = f"oxigraph:{tmp_path / 'store'}"
-    store = open_store(url)
-    runner = SparqlRunner(store, url, timeout=30, max_rows=10, workers=1, refresh_s=0)
-    try:
+    with _runner(tmp_path, workers=1, refresh_s=0) as (store, runner):
         for k in range(3):
             assert _n(runner) == 2 * k
             with store.queued_writes():
                 store.add(_triples(2 * k, 2))
-    finally:
-        runner.close()
-        store.close()
