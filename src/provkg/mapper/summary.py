@@ -104,9 +104,16 @@ class SectionSummaries:
         else:
             key = ("task", parent)
             self.parent_of[tid] = key
-            for args in self.waiting.pop(tid, ()):
-                self._add(key, *args)
-        self._add(key, e, wt, tt)
+            if self.waiting:
+                for args in self.waiting.pop(tid, ()):
+                    self._add(key, *args)
+        # the per-batch hot path: _add with a parent already open, inlined
+        rec = self.open.get(key)
+        sec = rec.sections.get(tt.name) if rec is not None else None
+        if sec is None:
+            self._add(key, e, wt, tt)
+        elif sec.add(e):
+            rec.dirty = True  # in ``open``, so not in ``closed``: _touch has nothing to move
 
     def assign(self, tid: str, key: Key) -> None:
         """The parent of waiting executions ``tid`` is ``key`` (found in the store)."""

@@ -63,6 +63,12 @@ def _fact_from_json(v: list[Any]) -> Fact:
     return (v[0], v[1], v[2], measures)
 
 
+def _number(x: Any) -> bool:
+    """An int or a float, not a bool (a bool is an int to ``isinstance``)."""
+    return x.__class__ is float or x.__class__ is int or \
+        not isinstance(x, bool) and isinstance(x, (int, float))
+
+
 class Section:
     """One section transformation's executions under one parent."""
 
@@ -75,17 +81,27 @@ class Section:
 
     def add(self, e: dict[str, Any]) -> bool:
         """Count event ``e``; True when it told something new (not a re-delivery)."""
-        seen: dict[str, set[Any]] | None = None  # measure name -> its values
-        for v in e.get("generated") or ():
-            x = v.get("value")
-            if v["name"] in self.measures_of and not isinstance(x, bool) and isinstance(x, (int, float)):
-                if seen is None:
-                    seen = {}
-                seen.setdefault(v["name"], set()).add(x)
-        measures = None if seen is None else tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
+        of = self.measures_of
+        pairs = [(v["name"], x) for v in e.get("generated") or ()
+                 if v["name"] in of and _number(x := v.get("value"))]
+        measures: tuple[tuple[str, tuple[Any, ...]], ...] | None
+        if not pairs:
+            measures = None
+        elif len(pairs) == 1:  # one measure per batch, the common case
+            measures = ((pairs[0][0], (pairs[0][1],)),)
+        else:  # measure name -> its distinct values, both sorted
+            seen: dict[str, set[Any]] = {}
+            for name, x in pairs:
+                seen.setdefault(name, set()).add(x)
+            measures = tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
-        begin = e["event"] == "begin"
-        return self.merge(e["id"], (us if begin else None, None if begin else us, e.get("index"), measures))
+        fact = (us, None, e.get("index"), measures) if e["event"] == "begin" else \
+            (None, us, e.get("index"), measures)
+        tid = e["id"]
+        if tid not in self.facts:  # the first event of an execution: nothing to merge
+            self.facts[tid] = fact
+            return True
+        return self.merge(tid, fact)
 
     def merge(self, tid: str, fact: Fact) -> bool:
         old = self.facts.get(tid)
