@@ -110,7 +110,7 @@ class SectionSummaries:
         # the per-batch hot path: _add with a parent already open, inlined
         rec = self.open.get(key)
         sec = rec.sections.get(tt.name) if rec is not None else None
-        if sec is None:
+        if rec is None or sec is None:
             self._add(key, e, wt, tt)
         elif sec.add(e):
             rec.dirty = True  # in ``open``, so not in ``closed``: _touch has nothing to move
