@@ -117,6 +117,11 @@ def test_the_queues_writes_may_lag_until_required_and_other_writes_never_do(tmp_
             store.add(_triples(6, 3))
         store.add(_triples(9, 3))  # a write of another request: seen by the next query
         assert _n(runner) == 12
+        with store.queued_writes():
+            with store.queued_writes():  # nested (a settle inside an apply)
+                store.add(_triples(12, 1))
+            store.add(_triples(13, 1))  # still the queue's
+        assert _n(runner) == 12
 
 
 def test_the_refresher_brings_the_queues_writes_to_the_idle_workers(tmp_path: Path) -> None:

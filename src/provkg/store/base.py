@@ -209,11 +209,12 @@ class Store(ABC):
         (202) and asynchronous by contract, so a reader that keeps a view may see them a
         bounded time later (the SPARQL workers, :mod:`provkg.api.sparql`). Every other write
         raises :attr:`must_see_version`, so a request's own write is seen by its next query."""
+        outer = getattr(_queued, "on", False)  # nested (settle inside apply): the outer stays
         _queued.on = True
         try:
             yield
         finally:
-            _queued.on = False
+            _queued.on = outer
 
     def _wrote(self, version: int) -> None:
         """Called by a backend that tracks :attr:`write_version` after each write."""
