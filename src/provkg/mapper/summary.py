@@ -107,13 +107,7 @@ class SectionSummaries:
             if self.waiting:
                 for args in self.waiting.pop(tid, ()):
                     self._add(key, *args)
-        # the per-batch hot path: _add with a parent already open, inlined
-        rec = self.open.get(key)
-        sec = rec.sections.get(tt.name) if rec is not None else None
-        if rec is None or sec is None:
-            self._add(key, e, wt, tt)
-        elif sec.add(e):
-            rec.dirty = True  # in ``open``, so not in ``closed``: _touch has nothing to move
+        self._add(key, e, wt, tt)
 
     def assign(self, tid: str, key: Key) -> None:
         """The parent of waiting executions ``tid`` is ``key`` (found in the store)."""
@@ -122,13 +116,21 @@ class SectionSummaries:
             self._add(key, *args)
 
     def _add(self, key: Key, e: dict[str, Any], wt: WorkflowTerms, tt: TransformationTerms) -> None:
-        rec = self._parent(key, wt)
+        # the per-batch hot path: a parent already open needs no _parent / _touch (a key is in
+        # ``open`` or in ``closed``, never both)
+        rec = self.open.get(key)
+        opened = rec is not None
+        if rec is None:
+            rec = self._parent(key, wt)
         sec = rec.sections.get(tt.name)
         if sec is None:
             sec = rec.sections[tt.name] = self._section(wt, tt)
         self.parent_of.setdefault(e["id"], key)
         if sec.add(e):
-            self._touch(rec)
+            if opened:
+                rec.dirty = True
+            else:
+                self._touch(rec)
 
     def close(self, e: dict[str, Any], wt: WorkflowTerms) -> list[Triple]:
         """A task ended: if it is the parent of summary sections, its summaries are due."""

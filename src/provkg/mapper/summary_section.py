@@ -65,8 +65,7 @@ def _fact_from_json(v: list[Any]) -> Fact:
 
 def _number(x: Any) -> bool:
     """An int or a float, not a bool (a bool is an int to ``isinstance``)."""
-    return x.__class__ is float or x.__class__ is int or \
-        not isinstance(x, bool) and isinstance(x, (int, float))
+    return not isinstance(x, bool) and isinstance(x, (int, float))
 
 
 class Section:
@@ -97,11 +96,7 @@ class Section:
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
         fact = (us, None, e.get("index"), measures) if e["event"] == "begin" else \
             (None, us, e.get("index"), measures)
-        tid = e["id"]
-        if tid not in self.facts:  # the first event of an execution: nothing to merge
-            self.facts[tid] = fact
-            return True
-        return self.merge(tid, fact)
+        return self.merge(e["id"], fact)
 
     def merge(self, tid: str, fact: Fact) -> bool:
         old = self.facts.get(tid)
