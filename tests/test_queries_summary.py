@@ -14,7 +14,7 @@ from provkg.service.querying import run_query
 from provkg.spec import parse_spec
 from provkg.term import mint_iri
 
-SUMMARISED = ("q4", "q5", "q7", "batches")
+SUMMARISED = ("q4", "q5", "q7", "batches", "p1", "d3")
 
 
 def _summary_spec(text: str, granularity: str = "summary") -> str:
@@ -57,8 +57,14 @@ def test_batch_statistics_from_summaries_equal_the_full_batches(store, lcs, sche
     summaries = store.select(
         "SELECT (COUNT(*) AS ?n) WHERE { ?s a <https://w3id.org/provkg/ns#SectionSummary> }"
     ).rows[0][0]
+    # the epochs rolled up per training too (p1 reads the latest one there), not at full
+    epochs_rolled_up = store.select(
+        "SELECT (COUNT(*) AS ?n) WHERE { ?s <https://w3id.org/provkg/ns#latestExecution> ?e ; "
+        "<http://www.w3.org/ns/prov#wasInfluencedBy> ?section . "
+        "FILTER NOT EXISTS { ?section <https://w3id.org/provkg/ns#innermost> true } }").rows[0][0]
     assert (int(batches) > 0) == (granularity != "summary")
     assert (int(summaries) > 0) == (granularity != "full")
+    assert (int(epochs_rolled_up) > 0) == (granularity != "full")
     _assert_full_answers(store, full, schema)
 
 

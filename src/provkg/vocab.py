@@ -286,6 +286,7 @@ class PROVKG(Vocabulary, prefix="provkg", namespace="https://w3id.org/provkg/ns#
     maxSeconds: str
     firstIndex: str
     lastIndex: str
+    latestExecution: str        # summary -> its latest ended execution that did not fail (p1)
     valueCount: str
     minValue: str
     avgValue: str

@@ -29,6 +29,7 @@ __all__ = [
     "as_dict",
     "known_schema",
     "domain_term",
+    "section_index",
 ]
 
 SCHEMAS = tuple(s.value for s in Schema)
@@ -98,7 +99,7 @@ class TransformationTerms:
     term: str                    # <spec/wf/tr>
     execution_class: str         # class of its executions in the chosen schema
     known: bool                  # the spec declares it
-    summary: bool = False        # granularity summary or both: per-parent summaries (rollups)
+    summary: bool = False        # per-parent summaries (rollups): Spec.rolled_up
     detail: bool = True          # granularity full or both: every execution
     #: name -> (term, value class, declared by the spec)
     attributes: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
@@ -131,14 +132,14 @@ def _workflow_terms(name: str, spec: Spec | None, *, schema: str, mint: Minter) 
         exec_class = (typed.execution_class(t.kind, spec.stage_kind(t.name)) if is_typed
                       else PL.DataTransformationExecution)
         tt = TransformationTerms(name=t.name, term=mint.spec(name, t.name), execution_class=exec_class,
-                                 known=True, summary=t.kind == "section" and spec.summarised(t.name),
+                                 known=True, summary=spec.rolled_up(t.name),
                                  detail=spec.detailed(t.name), kind=t.kind)
         for a in [*t.used, *t.generated]:
             if a.name not in tt.attributes:
                 vclass = typed.VALUE_CLASS[a.role] if is_typed else PL.AttributeValue
                 tt.attributes[a.name] = (mint.spec(name, t.name, a.name), vclass, True)
         wt.transformations[t.name] = tt
-    summarised = [t for t in spec.transformations if t.kind == "section" and spec.summarised(t.name)]
+    summarised = [t for t in spec.transformations if spec.rolled_up(t.name)]
     wt.has_summaries = bool(summarised)
     wt.summary_parents = frozenset(t.of for t in summarised if t.of)
     return wt
@@ -325,6 +326,22 @@ def location_bridge(value: str, vid: str | None, loc: str, mint: Minter) -> list
         return []
     node = mint.value(loc)
     return [(node, P.wasDerivedFrom, value), (node, PK.locationOf, value), (node, A, P.Entity)]
+
+
+def section_index(e: dict[str, Any], transformation: str) -> int | None:
+    """A section event's position: its ``index``, else one recorded as a value: an integer
+    value named after the section (``epoch`` of the epoch section, ``batch`` of a batch), or
+    ``index`` / ``step``; another section's number (a batch's ``epoch``) is not its own. The
+    detail's ``provkg:index`` and a rollup's facts both take it from here."""
+    index = e.get("index")
+    if index is not None:
+        return index
+    names = (transformation, "index", "step")
+    for key in ("used", "generated"):
+        for v in e.get(key) or ():
+            if v.get("name") in names and type(v.get("value")) is int:
+                return int(v["value"])
+    return None
 
 
 def as_dict(event: Any) -> dict[str, Any]:

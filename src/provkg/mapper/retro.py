@@ -20,6 +20,7 @@ from provkg.mapper.common import (
     WorkflowTerms,
     domain_term,
     location_bridge,
+    section_index,
 )
 from provkg.mapper.terms import LABEL, PK, PL, A, P
 from provkg.term import literal, location_form
@@ -36,18 +37,6 @@ _INFLUENCED_BY, _INFORMED_BY = P.wasInfluencedBy, P.wasInformedBy
 _STARTED, _ENDED, _INDEX = P.startedAtTime, P.endedAtTime, PK.index
 _USED, _GENERATED_BY, _DERIVED_FROM, _VALUE = P.used, P.wasGeneratedBy, P.wasDerivedFrom, P.value
 _ACTIVITY, _ENTITY = base.ACTIVITY, base.ENTITY
-
-
-def _index_value(e: dict[str, Any], transformation: str) -> int | None:
-    """A section's position recorded as a value rather than as ``index``: an integer value
-    named after the section (``epoch`` of the epoch section, ``batch`` of a batch), or
-    ``index`` / ``step``; another section's number (a batch's ``epoch``) is not its own."""
-    names = (transformation, "index", "step")
-    for key in ("used", "generated"):
-        for v in e.get(key) or ():
-            if v.get("name") in names and type(v.get("value")) is int:
-                return int(v["value"])
-    return None
 
 
 def map_workflow_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, str]]) -> None:
@@ -142,7 +131,7 @@ def map_task_event(e: dict[str, Any], st: MapState, out: list[tuple[str, str, st
             append((t, dep, mint.task(d)))
     index = get("index")
     if index is None and tt.kind == "section":
-        index = _index_value(e, tt.name)
+        index = section_index(e, tt.name)
     if index is not None:
         append((t, _INDEX, _INTEGER.format(index) if type(index) is int else literal(index)))
     if get("agent") is not None:

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from provkg.mapper.common import MapState, TransformationTerms, microseconds
+from provkg.mapper.common import MapState, TransformationTerms, microseconds, section_index
 from provkg.mapper.terms import PK, A, P
 from provkg.term import Triple, iri, literal, mint_iri
 from provkg.vocab import PROVKG, RDF
@@ -21,11 +21,12 @@ Key = tuple[str, str]   # ("task", parent task id) or ("run", run id)
 STATE = iri(PROVKG.summaryState)
 
 
-#: one section execution as far as its summary needs it: (begin µs, end µs, index, measures),
-#: each None until seen; measures are ((name, (distinct values, sorted)), ...) by name. A
+#: one section execution as far as its summary needs it: (begin µs, end µs, index, measures,
+#: failed), each None until seen (failed: False until an end event says so, then for good);
+#: measures are ((name, (distinct values, sorted)), ...) by name. A
 #: tuple of atoms, not an object: the cyclic garbage collector stops tracking such tuples, and
 #: a large ingest holds hundreds of thousands (an object each made mapping 1.5x slower)
-Fact = tuple[int | None, int | None, int | None, tuple[tuple[str, tuple[Any, ...]], ...] | None]
+Fact = tuple[int | None, int | None, int | None, tuple[tuple[str, tuple[Any, ...]], ...] | None, bool]
 
 
 def _merged(a: Fact, b: Fact) -> Fact | None:
@@ -45,14 +46,16 @@ def _merged(a: Fact, b: Fact) -> Fact | None:
             d[name] = xs if mine is None else tuple(sorted({*mine, *xs}))
         m = tuple(sorted(d.items()))
     out = (a[0] if a[0] is not None else b[0], a[1] if a[1] is not None else b[1],
-           a[2] if a[2] is not None else b[2], m)
+           a[2] if a[2] is not None else b[2], m, a[4] or b[4])
     return None if out == a else out
 
 
 def _fact_json(f: Fact) -> list[Any]:
     out: list[Any] = [f[0], f[1], f[2]]
-    if f[3]:
-        out.append({name: list(xs) for name, xs in f[3]})
+    if f[3] or f[4]:
+        out.append({name: list(xs) for name, xs in f[3] or ()})
+    if f[4]:  # only when true: the states written before the flag read the same
+        out.append(True)
     return out
 
 
@@ -60,7 +63,7 @@ def _fact_from_json(v: list[Any]) -> Fact:
     measures = None
     if len(v) > 3 and v[3]:  # a value per measure in states written before the lists
         measures = tuple(sorted((k, tuple(x) if isinstance(x, list) else (x,)) for k, x in v[3].items()))
-    return (v[0], v[1], v[2], measures)
+    return (v[0], v[1], v[2], measures, len(v) > 4 and v[4] is True)
 
 
 def _number(x: Any) -> bool:
@@ -94,8 +97,9 @@ class Section:
                 seen.setdefault(name, set()).add(x)
             measures = tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
-        fact = (us, None, e.get("index"), measures) if e["event"] == "begin" else \
-            (None, us, e.get("index"), measures)
+        index = section_index(e, self.tt.name)  # the detail's provkg:index, the same way
+        fact = (us, None, index, measures, False) if e["event"] == "begin" else \
+            (None, us, index, measures, e.get("status") == "failed")
         return self.merge(e["id"], fact)
 
     def merge(self, tid: str, fact: Fact) -> bool:
@@ -162,6 +166,7 @@ class Section:
         indexes = [f[2] for f in facts if f[2] is not None]
         if indexes:
             out += [(s, PK.firstIndex, literal(min(indexes))), (s, PK.lastIndex, literal(max(indexes)))]
+        out += [(s, PK.latestExecution, st.mint.task(tid)) for tid in _latest(self.facts)]
         values: dict[str, list[Any]] = {}
         for f in facts:
             for name, xs in f[3] or ():
@@ -178,6 +183,17 @@ class Section:
                     # fsum: the correctly rounded sum, the same in any order (ints exactly)
                     (ms, PK.avgValue, literal(_mean(vs)))]
         return out
+
+
+def _latest(facts: dict[str, Fact]) -> list[str]:
+    """The executions with the greatest (index, end) among those that ended, have an index and
+    did not fail (ties: all of them): p1's latest epoch, as its full-detail form picks it."""
+    done = [(f[2], f[1], tid) for tid, f in facts.items()
+            if f[1] is not None and f[2] is not None and not f[4]]
+    if not done:
+        return []
+    top = max((i, end) for i, end, _ in done)
+    return sorted(tid for i, end, tid in done if (i, end) == top)
 
 
 def _mean(xs: list[Any]) -> float:

@@ -297,20 +297,53 @@ def p1(t: dict[str, str], v: dict[str, object], schema: str, dialect: str) -> st
     # the latest epoch that ended, and did not fail: one still running has no time yet
     # (online use: taken, it would keep a running training out of the answer until its
     # epoch ended); one ended by an exception or SIGTERM has a partial time and no loss,
-    # where a device killed with -9 shows its last whole epoch
-    latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
-                      [*_trainings(t, schema), P.section("?e", "?training", "training", schema),
-                       P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end"), _FINISHED_E],
-                      group_by=["?training"])
-    epochs = [*_trainings(t, schema), P.section("?ep", "?training", "training", schema)]
-    # anchored inline and in the OPTIONAL, BINDs last: see d3
-    where = [*epochs, latest,
-             P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
-                    "?ep prov:endedAtTime ?end"), _FINISHED_EP,
-             anchored_optional(epochs, P.model_evaluation("?ep", "?l", "?loss", schema,
-                                                           name=literal("loss")), dialect=dialect),
+    # where a device killed with -9 shows its last whole epoch. A training with rollups of
+    # its epochs (it ended, and the spec rolls its sections up) names that epoch in them
+    # (provkg:latestExecution, chosen as the full branch chooses); the others are answered
+    # from every epoch. Each branch carries its own anchored loss OPTIONAL, so the store
+    # reads the losses of the chosen epochs only
+    where = [union(_p1_rolled_up(t, schema, dialect), _p1_full(t, schema, dialect)),
              _hyperparameter_pairs(t, schema), *duration("?begin", "?end", "?s", dialect=dialect)]
     # ?end: of an epoch index run twice (a resume), the answer keeps the later run (latest_by)
     return select(["?training", "?hyperparameters", "?epoch", "(xsd:double(?s) AS ?seconds)",
                    "?loss", "?end"], where,
                   order_by=["STR(?training)"])
+
+
+def _p1_epoch(anchor: list[str | P.Part], chosen: list[str | P.Part], schema: str,
+              dialect: str) -> list[str | P.Part]:
+    """The epoch ``?ep`` (index ``?epoch``) of each ``?training`` that ``anchor`` and then
+    ``chosen`` bind, with its times and loss; the OPTIONAL carries ``anchor`` alone (see d3)."""
+    return [*anchor, *chosen,
+            P.link("?ep provkg:index ?epoch", "?ep prov:startedAtTime ?begin",
+                   "?ep prov:endedAtTime ?end"),
+            anchored_optional(anchor, P.model_evaluation("?ep", "?l", "?loss", schema,
+                                                         name=literal("loss")), dialect=dialect)]
+
+
+def _p1_rolled_up(t: dict[str, str], schema: str, dialect: str) -> list[str | P.Part]:
+    """Trainings with epoch rollups: the latest execution each rollup names, of the greatest
+    index over the training's rollups (one per section transformation)."""
+    named = P.link("?training provkg:hasSectionSummary ?r", "?r provkg:latestExecution ?e")
+    latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
+                      [*_trainings(t, schema), named, P.link("?e provkg:index ?i")],
+                      group_by=["?training"])
+    anchor: list[str | P.Part] = [
+        *_trainings(t, schema),
+        P.link("?training provkg:hasSectionSummary ?rolled", "?rolled provkg:latestExecution ?ep"),
+        P.section("?ep", "?training", "training", schema)]
+    return _p1_epoch(anchor, [latest], schema, dialect)
+
+
+def _p1_full(t: dict[str, str], schema: str, dialect: str) -> list[str | P.Part]:
+    """Trainings without rollups (running, or a spec that keeps every level in ``full``): the
+    greatest index among their ended, unfailed epochs, then those epochs."""
+    trainings = [values_block({"wf": t["workflow"]}),
+                 P.without_rollup(P.workflow_stage("?wf", "?training", "training", schema).sparql(),
+                                  "?training")]
+    latest = subquery(["?training", "(MAX(?i) AS ?epoch)"],
+                      [*trainings, P.section("?e", "?training", "training", schema),
+                       P.link("?e provkg:index ?i", "?e prov:endedAtTime ?e_end"), _FINISHED_E],
+                      group_by=["?training"])
+    anchor: list[str | P.Part] = [*trainings, P.section("?ep", "?training", "training", schema)]
+    return _p1_epoch(anchor, [latest, _FINISHED_EP], schema, dialect)

@@ -134,7 +134,7 @@ class Ingestor:
         """Write what the session still holds; the session's report (warnings included)."""
         with self._lock:
             if self.state.summaries is None and self.schema.keeps_summaries and any(
-                    spec.summarised(t.name) for spec in self.specs.values() for t in spec.transformations):
+                    spec.rolled_up(t.name) for spec in self.specs.values() for t in spec.transformations):
                 # no section event came, but what this session wrote may place earlier ones
                 self.state.summaries = SectionSummaries(self.state)
             if self.state.summaries is not None:

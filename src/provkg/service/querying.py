@@ -202,8 +202,10 @@ def _no_section_measure(store: Store, dataset: str, measure: str, *, lower: bool
     depths = (f"?x {P.wasInformedBy} ?t .", f"?e {P.wasInformedBy} ?t . ?x {P.wasInformedBy} ?e .")
     recorded = (f"?x {P.wasInfluencedBy} ?xt . ?xt {iri(PROVKG.innermost)} true . "
                 f"?v {P.wasGeneratedBy} ?x ; {P.wasDerivedFrom} ?a . ?a {iri(RDFS.label)} {m} .")
+    # a rollup of innermost sections only: an epoch measure rolled up per training is no batch's
     summarised = (f"?s {iri(PROVKG.hasMeasureSummary)} ?ms . ?ms {P.wasDerivedFrom} ?a . "
-                  f"?a {iri(RDFS.label)} {m} .")
+                  f"?a {iri(RDFS.label)} {m} . ?s {P.wasInfluencedBy} ?st . "
+                  f"?st {iri(PROVKG.innermost)} true .")
     checks = [f"{anchor} {depth} {recorded}" for depth in depths]
     checks.append(f"{anchor} ?t {iri(PROVKG.hasSectionSummary)} ?s . {summarised}")
     checks += [f"{anchor} {depth} ?x {iri(PROVKG.hasSectionSummary)} ?s . {summarised}"

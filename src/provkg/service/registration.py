@@ -95,10 +95,11 @@ def register_spec(store: Store, spec: Spec, *, schema: str = "typed", base: str 
 
 def _drop_rollups(store: Store, spec: Spec, replaced: list[Spec], mint: Minter) -> None:
     """Delete the rollups of sections the replaced specs kept beside their executions
-    (``both``) and ``spec`` no longer summarises: the queries would read them before the
-    executions. Rollups of ``summary`` sections stay (the only record of their executions)."""
+    (``both``, and the sections above them) and ``spec`` no longer rolls up: the queries would
+    read them before the executions. Rollups of ``summary`` sections stay (the only record of
+    their executions)."""
     gone = sorted({t.name for old in replaced for t in old.transformations
-                   if old.summarised(t.name) and old.detailed(t.name) and not spec.summarised(t.name)})
+                   if old.rolled_up(t.name) and old.detailed(t.name) and not spec.rolled_up(t.name)})
     if not gone:
         return
     terms = " ".join(mint.spec(spec.workflow, name) for name in gone)

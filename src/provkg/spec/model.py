@@ -161,6 +161,22 @@ class Spec(_Model):
         """Whether transformation ``name`` keeps per-parent rollups (``summary`` or ``both``)."""
         return self.granularity(name) in ("summary", "both")
 
+    def rolled_up(self, name: str) -> bool:
+        """Whether section ``name``'s executions get a rollup per parent: an innermost one when
+        it is summarised, one with sections of its own (an epoch, rolled up per training) when
+        every innermost section of the spec is. So a parent that has a rollup has one for each
+        of its declared sections, which the queries rely on (they answer a parent from its
+        rollups or from its executions, never both), and an explicit ``full`` anywhere (the
+        paper's form) leaves every level without rollups. Not a granularity of its own: only
+        innermost sections set one."""
+        t = self._by_name.get(name)
+        if t is None or t.kind != "section":
+            return False
+        if name not in self._parents:
+            return self.summarised(name)
+        return all(self.summarised(s.name) for s in self.transformations
+                   if s.kind == "section" and s.name not in self._parents)
+
     def detailed(self, name: str) -> bool:
         """Whether transformation ``name`` keeps every execution (``full`` or ``both``)."""
         return self.granularity(name) != "summary"
