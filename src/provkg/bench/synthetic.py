@@ -384,6 +384,11 @@ def _learning_groups(shape: Shape) -> Iterator[EventGroup]:
                   used=[{"name": data.rsplit("/", 1)[1].removesuffix(".h5"), "location": data},
                         {"name": "model", "location": model}],
                   generated=[_value(m, _measure(m, final * factor)) for m in shape.measures])
+    # the runs and stages end after their epochs, as a capture sends them: a training's rollup
+    # of its epochs is then written once, at its end (a stage that ended first would have it
+    # written again at every epoch, and a file keeps every version)
+    tail = EventGroup(shared=True, events=[e for e in head.events if e["event"] == "end"])
+    head.events = [e for e in head.events if e["event"] != "end"]
     yield head
     for c in configs:
         rng = random.Random(shape.seed * 1009 + c.index)
@@ -392,6 +397,7 @@ def _learning_groups(shape: Shape) -> Iterator[EventGroup]:
             group = EventGroup()
             t = _epoch_events(group.events, shape, c, epoch, t, rng)
             yield group
+    yield tail
 
 
 def _epoch_seconds(shape: Shape, c: _Config) -> float:
@@ -471,4 +477,4 @@ def iter_events(shape: Shape = PAPER_SHAPE) -> Iterator[dict]:
 
 def count_groups(shape: Shape) -> int:
     """How many groups :func:`iter_event_groups` yields (for progress bars)."""
-    return 2 + shape.workflows * shape.epochs
+    return 3 + shape.workflows * shape.epochs
