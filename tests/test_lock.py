@@ -67,6 +67,11 @@ def test_the_lock_is_closed_every_pinned_package_finds_its_own_requirements_pinn
     for name in PINS:
         if name == "provkg":
             continue
+        # the installed metadata says what the *installed* release requires: under
+        # ``scripts/test --latest`` a newer release's (transformers 5.25 added kernels) is no
+        # statement about the locked one's (scripts/test installs exactly the lock: see below)
+        if Version(metadata.version(name)) != PINS[name]:
+            continue
         for raw in metadata.requires(name) or []:
             req = Requirement(raw)
             if not _applies(req):
