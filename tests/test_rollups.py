@@ -190,11 +190,11 @@ def _same(got: dict[str, tuple] | list[list[Any]], want: dict[str, tuple] | list
 
 
 def _ingest(store: Store, sessions: list[list[dict[str, Any]]], *, pipeline: bool,
-            cache: SummaryCache | None = None, foreign: bool = False) -> None:
+            cache: SummaryCache | None = None, foreign: bool = False, spec: Any = SPEC) -> None:
     """Each chunk in a session of its own; with ``cache`` the sessions share it as a service's
     applier does, and with ``foreign`` every other session is another process's (no cache)."""
     for n, chunk in enumerate(sessions):
-        session = Ingestor(store, specs=[SPEC], pipeline=pipeline)
+        session = Ingestor(store, specs=[spec], pipeline=pipeline)
         if not (foreign and n % 2):
             session.state.summary_cache = cache
         try:
@@ -214,6 +214,11 @@ def _check(store: Store, events: list[dict[str, Any]]) -> None:
     assert _same(p1, python_p1(events)), f"p1\n got {p1}\nwant {python_p1(events)}"
     q4 = run_query(store, "q4", {"dataset": TRAIN_SET}).rows
     assert _same(q4, python_q4(events)), f"q4\n got {q4}\nwant {python_q4(events)}"
+    # a rollup holds one state; no pending record is left beside it
+    states = store.select(PREFIX + "SELECT ?s (COUNT(?x) AS ?n) (COUNT(?p) AS ?pending) WHERE { "
+                          "?s a provkg:SectionSummary ; provkg:summaryState ?x "
+                          "OPTIONAL { ?s provkg:pendingParent ?p } } GROUP BY ?s").rows
+    assert all((int(n), int(pending)) == (1, 0) for _, n, pending in states), states
 
 
 def test_a_whole_run_in_one_session_has_a_rollup_per_epoch_and_every_batch(tmp_path):
@@ -352,3 +357,37 @@ def test_a_spec_that_keeps_the_batches_in_full_drops_every_level_of_rollups_and_
     assert left == []
     assert {q: run_query(store, q, params).rows for q, params in
             (("p1", {"workflow": WORKFLOW}), ("q4", {"dataset": TRAIN_SET}))} == before
+
+
+def test_a_running_parent_s_pending_record_grows_by_parts_and_another_process_reads_them_all(tmp_path):
+    # a service's applier settles every half second while a long training runs: each settle
+    # writes only what changed as a part of the pending record (a few parts, merged as a
+    # binary counter), never the whole state again; a process that did not write them reads
+    # them all, and the rollup written at the end is the one computed here
+    spec = lifecycle_spec(SPEC_YAML.replace("of: epoch", "of: training"))
+    events = [e for e in EVENTS if e.get("transformation") != "epoch"]
+    events = [{**e, "parent": e["parent"].rsplit("/", 1)[0]}
+              if e.get("transformation") == "batch" and e.get("parent") else e for e in events]
+    training = "run-1/training-0"
+    mine = [e for e in events if e["id"].startswith(training + "/")]
+    rest = [e for e in events if e not in mine and not (e["id"] == training and e["event"] == "end")]
+    store = open_store("memory:")
+    cache = SummaryCache()
+    _ingest(store, [rest[:4]] + [mine[i:i + 2] for i in range(0, len(mine), 2)], pipeline=False, cache=cache,
+            spec=spec)
+    parent = mint_iri("task", training)
+    parts = store.select(PREFIX + f"SELECT (STR(?x) AS ?t) WHERE {{ ?s provkg:pendingParent <{parent}> ; "
+                                  "provkg:summaryState ?x }").rows
+    assert 1 < len(parts) <= 5, parts  # 12 settles of 2 batch events: log2-many parts
+    assert cache.hits >= 10
+    held = set()
+    for (text,) in parts:
+        held |= set(__import__("json").loads(str(text))["under"])
+    assert held == {e["id"][len(training):] for e in mine if e["transformation"] == "batch"}
+    _ingest(store, [rest[4:], [e for e in events if e["id"] == training and e["event"] == "end"]],
+            pipeline=False, spec=spec)  # another process (no cache) ends the training
+    reference = open_store("memory:")
+    _ingest(reference, [events], pipeline=False, spec=spec)
+    graph = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
+    assert sorted(store.select(graph).rows) == sorted(reference.select(graph).rows)
+    assert not store.ask(PREFIX + "ASK { ?s provkg:pendingParent ?p }")

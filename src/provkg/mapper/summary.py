@@ -24,9 +24,10 @@ from collections import OrderedDict
 from typing import Any
 
 from provkg.mapper.common import MapState, TransformationTerms, WorkflowTerms
-from provkg.mapper.summary_section import STATE, Key, Section
+from provkg.mapper.summary_section import STATE, Key, Part, Section
 from provkg.mapper.terms import PK
-from provkg.term import Triple
+from provkg.term import Triple, literal
+from provkg.vocab import RDF
 
 __all__ = ["STATE", "SectionSummaries"]
 
@@ -174,6 +175,12 @@ class SectionSummaries:
         written summary or a pending record), pending section events of earlier provkg
         versions (their records ``old``), whether the parent has ended."""
         rec = self.open[key]
+        if self.cache is not None:  # the states this process wrote: their facts, unparsed
+            hits, states = self.cache.take(key, states)
+            for name, facts, parts, stored, summarised in hits:
+                tt = rec.wt.transformations.get(name)
+                if tt is not None and tt.summary:
+                    self._absorb(rec, name, tt, facts, parts, stored, summarised)
         for text, summarised in states:
             self._merge_stored(rec, text, summarised)
         for e in events:
@@ -186,38 +193,35 @@ class SectionSummaries:
         self._touch(rec)
 
     def _merge_stored(self, rec: _Parent, text: str, summarised: bool) -> None:
-        """Merge one stored state: its facts from the cache when this process wrote it
-        (:mod:`summary_cache`), else parsed; the triples written with it become the parent's
+        """Merge one stored state (parsed); the triples written with it become the parent's
         stored ones (retracted when replaced)."""
-        found = self.cache.take(rec.key, text, summarised) if self.cache is not None else None
-        if found is not None:
-            name, facts, stored = found
-        else:
-            doc = json.loads(text)
-            name = doc.get("section")
-            if not isinstance(name, str):
-                return
+        doc = json.loads(text)
+        name = doc.get("section")
+        if not isinstance(name, str):
+            return
         tt = rec.wt.transformations.get(name)
         if tt is None or not tt.summary:
             return  # the spec changed: leave the record alone
-        if found is None:
-            was = self._section(rec.wt, tt)
-            was.merge_state(rec.key[1], doc)
-            facts, stored = was.facts, frozenset(was.triples(self.st, rec.key, ended=summarised, state=text))
+        was = self._section(rec.wt, tt)
+        was.merge_state(rec.key[1], doc)
+        if not summarised:
+            was.parts = [(text, literal(text, RDF.JSON), frozenset(was.facts))]
+        stored = frozenset(was.triples(self.st, rec.key, ended=summarised, state=text))
+        self._absorb(rec, name, tt, was.facts, was.parts, stored, summarised)
+
+    def _absorb(self, rec: _Parent, name: str, tt: TransformationTerms, facts: dict[str, Any],
+                parts: list[Part], stored: frozenset[Triple], summarised: bool) -> None:
         sec = rec.sections.get(name)
         if sec is None:
             sec = rec.sections[name] = self._section(rec.wt, tt)
-        if sec.facts:
-            for tid, f in facts.items():
-                sec.merge(tid, f)
-        else:
-            sec.facts = facts  # its own: the cache gave it away, or the parse made it
+        sec.absorb(facts, parts)
         rec.stored.update(stored)
         rec.ended |= summarised
-        for tid in facts:  # events of theirs that name no parent belong here
-            self.parent_of.setdefault(tid, rec.key)
-            if tid in self.waiting:
-                self.assign(tid, rec.key)
+        # events of theirs that name no parent belong here (an execution already placed
+        # keeps its parent); set operations: a running parent may hold tens of thousands
+        self.parent_of.update(dict.fromkeys(facts.keys() - self.parent_of.keys(), rec.key))
+        for tid in self.waiting.keys() & facts.keys():
+            self.assign(tid, rec.key)
 
     def loose(self) -> list[str]:
         """Section task ids still waiting for an event that names their parent."""
@@ -300,11 +304,19 @@ class SectionSummaries:
 
     def _emit(self, rec: _Parent, *, ended: bool) -> list[Triple]:
         new: list[Triple] = []
+        pid = rec.key[1]
         for name, sec in rec.sections.items():
-            text = sec.state(rec.key[1])
-            written = sec.triples(self.st, rec.key, ended=ended, state=text)
+            if ended:  # the rollup: one canonical state of every fact, its parts replaced
+                text = sec.state(pid)
+                written = sec.triples(self.st, rec.key, ended=True, state=text)
+                sec.parts, sec.changed = [], set()
+                texts = frozenset(((text, True),))
+            else:
+                sec.pending_parts(pid)
+                written = sec.triples(self.st, rec.key, ended=False)
+                texts = frozenset((t, False) for t, _, _ in sec.parts)
             if self.cache is not None:
-                self.cache.put(rec.key, text, ended, name, sec.facts, frozenset(written))
+                self.cache.put(rec.key, name, texts, sec.facts, sec.parts, frozenset(written))
             new += written
         keep = set(new)
         self.retract.difference_update(keep)

@@ -20,44 +20,56 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from provkg.mapper.summary_section import Key
+from provkg.mapper.summary_section import Key, Part
 from provkg.term import Triple
 
 __all__ = ["SummaryCache"]
 
 #: parents remembered (the most recently written); each holds its facts
-_KEPT = 1024
+_KEPT = 1024  # parents
 
 class SummaryCache:
-    """``(parent, state text, ended)`` -> the section's facts and the triples written with them.
+    """``(parent, section)`` -> the state texts last written for it (each with whether it is a
+    rollup), its facts, its pending record's parts and the triples written with them.
 
-    ``ended`` is in the key: the same facts are written as a pending record while the parent
-    runs and as its rollup once it ended, with other triples (which a later session must
-    retract when it replaces them)."""
+    A session takes an entry only when the store holds every one of those texts for the
+    parent; the texts it holds besides (another process wrote them) are parsed and merged.
+    The facts are given away, not copied: a session that fails drops the whole cache
+    (:meth:`clear`), since its facts may then hold what it did not write."""
 
     def __init__(self, kept: int = _KEPT):
         self._kept = kept
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[Key, str, bool], tuple[str, dict[str, Any], frozenset[Triple]]] = \
-            OrderedDict()
+        #: parent -> section -> (texts, facts, parts, stored); parents most recent last
+        self._entries: OrderedDict[Key, dict[str, tuple[frozenset[tuple[str, bool]], dict[str, Any],
+                                                        list[Part], frozenset[Triple]]]] = OrderedDict()
         self.hits = 0
 
-    def put(self, key: Key, text: str, ended: bool, section: str, facts: dict[str, Any],
-            stored: frozenset[Triple]) -> None:
-        """Remember that ``text`` was written for ``key``'s ``section`` (as its rollup when
-        ``ended``, else as a pending record) from ``facts`` (a copy is kept: the session goes
-        on changing its own) with the triples ``stored``."""
+    def put(self, key: Key, section: str, texts: frozenset[tuple[str, bool]], facts: dict[str, Any],
+            parts: list[Part], stored: frozenset[Triple]) -> None:
+        """Remember that ``texts`` ((text, rollup?) pairs) were written for ``key``'s
+        ``section`` from ``facts`` (its pending record's ``parts``) with the triples ``stored``."""
         with self._lock:
-            self._entries[(key, text, ended)] = (section, dict(facts), stored)
-            self._entries.move_to_end((key, text, ended))
+            self._entries.setdefault(key, {})[section] = (texts, facts, list(parts), stored)
+            self._entries.move_to_end(key)
             while len(self._entries) > self._kept:
                 self._entries.popitem(last=False)
 
-    def take(self, key: Key, text: str, ended: bool) -> tuple[str, dict[str, Any], frozenset[Triple]] | None:
-        """The facts behind ``text``, if this process wrote it so (removed: the session that
-        takes them writes a newer state, which it puts back)."""
+    def take(self, key: Key, states: list[tuple[str, bool]]) -> tuple[
+            list[tuple[str, dict[str, Any], list[Part], frozenset[Triple], bool]], list[tuple[str, bool]]]:
+        """The sections of ``key`` whose every written text is among ``states`` (found in the
+        store): (section, facts, parts, stored triples, rollup?) each, removed from the cache;
+        and the states left to parse."""
+        found = set(states)
+        hits = []
         with self._lock:
-            found = self._entries.pop((key, text, ended), None)
-        if found is not None:
-            self.hits += 1
-        return found
+            for section, (texts, facts, parts, stored) in self._entries.pop(key, {}).items():
+                if texts <= found:
+                    found -= texts
+                    hits.append((section, facts, parts, stored, any(r for _, r in texts)))
+        self.hits += len(hits)
+        return hits, [s for s in states if s in found]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

@@ -13,7 +13,7 @@ from provkg.mapper.terms import PK, A, P
 from provkg.term import Triple, iri, literal, mint_iri
 from provkg.vocab import PROVKG, RDF
 
-__all__ = ["STATE", "Fact", "Key", "Section"]
+__all__ = ["STATE", "Fact", "Key", "Part", "Section"]
 
 Key = tuple[str, str]   # ("task", parent task id) or ("run", run id)
 
@@ -27,6 +27,11 @@ STATE = iri(PROVKG.summaryState)
 #: tuple of atoms, not an object: the cyclic garbage collector stops tracking such tuples, and
 #: a large ingest holds hundreds of thousands (an object each made mapping 1.5x slower)
 Fact = tuple[int | None, int | None, int | None, tuple[tuple[str, tuple[Any, ...]], ...] | None, bool]
+
+
+#: one ``provkg:summaryState`` of a pending record: its text, its N-Triples literal, the
+#: executions it holds. A running parent's pending record is several parts, each written once.
+Part = tuple[str, str, frozenset[str]]
 
 
 def _merged(a: Fact, b: Fact) -> Fact | None:
@@ -74,12 +79,17 @@ def _number(x: Any) -> bool:
 class Section:
     """One section transformation's executions under one parent."""
 
-    __slots__ = ("facts", "measures_of", "tt")
+    __slots__ = ("changed", "facts", "measures_of", "parts", "tt")
 
     def __init__(self, tt: TransformationTerms, measures_of: dict[str, str]):
         self.tt = tt
         self.measures_of = measures_of          # evaluation-measure attribute -> its term
         self.facts: dict[str, Fact] = {}        # section task id -> fact
+        #: the pending record's parts in the store (their union holds every fact but
+        #: ``changed``), oldest first; empty once the parent's rollup is written
+        self.parts: list[Part] = []
+        #: executions whose facts changed since the last part was written
+        self.changed: set[str] = set()
 
     def add(self, e: dict[str, Any]) -> bool:
         """Count event ``e``; True when it told something new (not a re-delivery)."""
@@ -106,20 +116,61 @@ class Section:
         old = self.facts.get(tid)
         if old is None:
             self.facts[tid] = fact
+            self.changed.add(tid)
             return True
         new = _merged(old, fact)
         if new is None:
             return False
         self.facts[tid] = new
+        self.changed.add(tid)
         return True
 
-    def state(self, pid: str) -> str:
-        """The facts as canonical JSON (the same facts, the same text). Ids under the
-        parent's id are kept as their suffix."""
+    def absorb(self, facts: dict[str, Fact], parts: list[Part]) -> None:
+        """Merge facts the store holds (in ``parts``, or in a written rollup: no parts): they
+        need no new part. ``facts`` may be taken as is (the cache gave them away, or a parse
+        made them); what this session added before is merged on top of them, marked changed
+        where it tells something new."""
+        if len(facts) > len(self.facts):
+            mine, self.facts = self.facts, facts
+            for tid, f in mine.items():
+                self.merge(tid, f)
+        else:
+            own = self.facts
+            for tid, f in facts.items():
+                old = own.get(tid)
+                new = f if old is None else _merged(old, f)
+                if new is not None:
+                    own[tid] = new
+        self.parts += parts
+
+    def pending_parts(self, pid: str) -> list[Part]:
+        """The parts of the pending record once the changed facts are written: one new part
+        for them; then, while the newest part holds as many executions as the one before,
+        the two become one (a binary counter: O(log n) parts, and each fact rewritten
+        O(log n) times, where one literal of all the facts, rewritten at every session's
+        end, made a session cost in proportion to everything its running parents held)."""
+        parts = list(self.parts)
+        if self.changed or not parts:
+            parts.append(self._part(pid, frozenset(self.changed)))
+            self.changed = set()
+        while len(parts) > 1 and len(parts[-1][2]) >= len(parts[-2][2]):
+            newer, older = parts.pop(), parts.pop()
+            parts.append(self._part(pid, older[2] | newer[2]))
+        self.parts = parts
+        return parts
+
+    def _part(self, pid: str, tids: frozenset[str]) -> Part:
+        text = self.state(pid, tids)
+        return text, literal(text, RDF.JSON), tids
+
+    def state(self, pid: str, tids: frozenset[str] | None = None) -> str:
+        """The facts (of ``tids``, else all) as canonical JSON (the same facts, the same
+        text). Ids under the parent's id are kept as their suffix."""
         inner: dict[str, Any] = {}
         other: dict[str, Any] = {}
         n = len(pid)
-        for tid, f in self.facts.items():
+        facts = self.facts
+        for tid, f in (facts.items() if tids is None else ((t, facts[t]) for t in tids)):
             if tid.startswith(pid) and len(tid) > n:
                 inner[tid[n:]] = _fact_json(f)
             else:
@@ -138,19 +189,21 @@ class Section:
         return changed
 
     def triples(self, st: MapState, key: Key, *, ended: bool, state: str | None = None) -> list[Triple]:
-        """The summary (``ended``) or the pending record of these facts, their state, and
-        for executions seen only in part (a begin without its end, or the reverse) a link
-        to the parent (``provkg:pendingParent``) so a later session finds where an event
-        that names no parent belongs."""
+        """The summary (``ended``: of ``state``, else of all the facts) or the pending record
+        (its :attr:`parts`, see :meth:`pending_parts`), and for executions seen only in part
+        (a begin without its end, or the reverse) a link to the parent
+        (``provkg:pendingParent``) so a later session finds where an event that names no
+        parent belongs."""
         kind, pid = key
         parent = st.mint.task(pid) if kind == "task" else st.mint.run(pid)
         s = "<" + mint_iri("summary", kind, pid, self.tt.name, base=st.base) + ">"
         out: list[Triple] = [(st.mint.task(tid), PK.pendingParent, parent)
                              for tid, f in self.facts.items() if f[0] is None or f[1] is None]
-        out.append((s, STATE, literal(state if state is not None else self.state(pid), RDF.JSON)))
         if not ended:
+            out += [(s, STATE, term) for _, term, _ in self.parts]
             out.append((s, PK.pendingParent, parent))
             return out
+        out.append((s, STATE, literal(state if state is not None else self.state(pid), RDF.JSON)))
         facts = self.facts.values()
         # hasSectionSummary: queries reach the summary from the parent in one lookup, not
         # through everything the parent generated (its models and measures as well)

@@ -187,6 +187,7 @@ class QueueApplier:
         return session
 
     def _drop(self) -> None:
+        self._cache.clear()  # it may hold facts the dropped session did not write
         if self._session is not None:
             self._session.close()
         self._session = None
