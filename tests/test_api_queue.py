@@ -32,6 +32,38 @@ def test_batches_are_applied_in_order_and_counted(tmp_path: Path) -> None:
     assert (stats.accepted_events, stats.applied_events, stats.backlog_events) == (1000, 1000, 0)
 
 
+def test_a_small_backlog_is_gathered_into_one_apply_until_it_is_large_enough(tmp_path: Path) -> None:
+    calls: list[list[bytes]] = []
+    applied = threading.Event()
+
+    def apply(payloads: list[bytes]) -> None:
+        calls.append(list(payloads))
+        if len(calls[-1]) == 3:
+            applied.set()
+
+    # gather_s far beyond the wait below: only the count can release the three batches
+    with IngestQueue(tmp_path, apply, gather_events=30, gather_s=600) as queue:
+        for i in range(2):
+            queue.put(b"small-%d" % i, events=10)
+        assert not applied.wait(0.3) and calls == []  # 20 events: still gathering
+        queue.put(b"small-2", events=10)  # 30: applied at once, as one chunk
+        assert applied.wait(60), calls
+        assert calls == [[b"small-0", b"small-1", b"small-2"]]
+        queue.put(b"alone", events=1)
+        assert queue.wait_idle(60)  # a waiter is not kept waiting by the gathering
+    assert calls[-1] == [b"alone"]
+
+
+def test_a_gathered_backlog_is_applied_once_its_oldest_event_waited_long_enough(tmp_path: Path) -> None:
+    got, apply = collect()
+    with IngestQueue(tmp_path, apply, gather_events=10**9, gather_s=0.2) as queue:
+        queue.put(b"lonely", events=1)
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert got == [b"lonely"]
+
+
 def test_concurrent_producers_share_fsyncs_and_lose_nothing(tmp_path: Path) -> None:
     got, apply = collect()
     with IngestQueue(tmp_path, apply) as queue:

@@ -30,6 +30,12 @@ log = logging.getLogger("provkg.api")
 
 #: runs whose workflow the queue applier remembers between chunks
 _KNOWN_RUNS = 100_000
+#: the applier waits up to _GATHER_S for _GATHER_EVENTS before it maps a small backlog: the
+#: embedded store takes ~10,000 triples in one bulk load (no write-ahead log, so nothing for
+#: the SPARQL views to replay) for far less than in 20 small transactions; at 5,000 events/s
+#: it kept the applier up with the clients (benchmarks/results/service-rates.md)
+_GATHER_EVENTS = 2_000
+_GATHER_S = 0.25
 #: seconds between attempts to reach a remote store that did not answer at the start
 _STORE_RETRY_S = 5.0
 
@@ -343,7 +349,8 @@ def _start_queue(store: Store, store_url: str, specs: SavedSpecs, waiting: Store
     applier = QueueApplier(store, specs, schema=schema)
     apply = waiting.gate(applier.apply) if waiting else applier.apply
     queue = IngestQueue(queue_dir, _queued(store, apply), fsync=fsync, apply_events=apply_events,
-                        settle=_queued(store, applier.settle))
+                        settle=_queued(store, applier.settle),
+                        gather_events=_GATHER_EVENTS, gather_s=_GATHER_S)
     applier.reject = queue.dead_letter
     queue.start()
     ingest = QueuedIngest(store=store, queue=queue, specs=specs, store_wait=waiting)
