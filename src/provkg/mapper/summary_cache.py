@@ -26,7 +26,7 @@ from provkg.term import Triple
 __all__ = ["SummaryCache"]
 
 #: parents remembered (the most recently written); each holds its facts
-_KEPT = 1024  # parents
+_KEPT = 1024
 
 class SummaryCache:
     """``(parent, section)`` -> the state texts last written for it (each with whether it is a

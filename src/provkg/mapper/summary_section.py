@@ -143,8 +143,8 @@ class Section:
                     own[tid] = new
         self.parts += parts
 
-    def pending_parts(self, pid: str) -> list[Part]:
-        """The parts of the pending record once the changed facts are written: one new part
+    def pending_parts(self, pid: str) -> None:
+        """Make :attr:`parts` hold the changed facts as well: one new part
         for them; then, while the newest part holds as many executions as the one before,
         the two become one (a binary counter: O(log n) parts, and each fact rewritten
         O(log n) times, where one literal of all the facts, rewritten at every session's
@@ -157,7 +157,6 @@ class Section:
             newer, older = parts.pop(), parts.pop()
             parts.append(self._part(pid, older[2] | newer[2]))
         self.parts = parts
-        return parts
 
     def _part(self, pid: str, tids: frozenset[str]) -> Part:
         text = self.state(pid, tids)

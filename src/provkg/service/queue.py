@@ -38,13 +38,13 @@ from pathlib import Path
 
 from provkg.capture.spool import write_all
 from provkg.errors import ProvkgError, StoreError
+from provkg.service.queue_apply import RETRY_MAX_S, StopApplying, apply_with_retry
 from provkg.service.queue_files import (
     RECORD_HEADER,
     SegmentReader,
     count_events,
     disk_takes_writes,
     fsync_dir,
-    invalid_payloads,
     lock_folder,
     pack_record,
     read_cursor,
@@ -59,9 +59,6 @@ __all__ = ["IngestQueue", "QueueStats", "QueueUnavailable"]
 log = logging.getLogger("provkg.queue")
 
 _SEGMENT_BYTES = 64 * 1024 * 1024
-_RETRY_MAX_S = 5.0
-#: a retried problem is logged again after this many seconds
-_RETRY_LOG_EVERY_S = 60.0
 #: while the disk refuses batches, how often the writer sees whether it has room again
 _PROBE_EVERY_S = 5.0
 _CURSOR_EVERY_S = 0.5
@@ -91,10 +88,6 @@ class QueueStats:
     def backlog_events(self) -> int:
         """Events on disk not yet applied to the store."""
         return self.accepted_events + self.replayed_events - self.applied_events
-
-
-class _Stop(Exception):
-    """The applier gives up a chunk because the queue is closing (it stays on disk)."""
 
 
 class IngestQueue:
@@ -379,7 +372,7 @@ class IngestQueue:
                     log.warning("could not settle the applied batches (%s); retrying in %.1f s",
                                 exc, cursor_delay)
                     time.sleep(cursor_delay)
-                    cursor_delay = min(cursor_delay * 2, _RETRY_MAX_S)
+                    cursor_delay = min(cursor_delay * 2, RETRY_MAX_S)
                     return
                 with self._cond:
                     self._settled_pos = pos
@@ -394,7 +387,7 @@ class IngestQueue:
                 log.warning("could not move the ingest queue's cursor (%s); retrying in %.1f s",
                             exc, cursor_delay)
                 time.sleep(cursor_delay)
-                cursor_delay = min(cursor_delay * 2, _RETRY_MAX_S)
+                cursor_delay = min(cursor_delay * 2, RETRY_MAX_S)
                 return
             cursor_delay = 0.1
             if pos[0] != saved[0]:
@@ -413,7 +406,7 @@ class IngestQueue:
                        and time.monotonic() - saved_at < _CURSOR_EVERY_S):
                     self._cond.wait(_CURSOR_EVERY_S - (time.monotonic() - saved_at))
                 # a small backlog waits a moment for more: one large write costs the store
-                # far less per triple than many small ones (benchmarks/results/service-*.md)
+                # far less per triple than many small ones
                 while (self._applied_pos < self._durable and not self._closing
                        and not self._idle_waiters and self._backlog() < self._gather_events
                        and (left := self._gather_s - (time.monotonic() - self._unapplied_since)) > 0):
@@ -431,7 +424,7 @@ class IngestQueue:
             if chunk:
                 try:
                     self._apply_with_retry(chunk)
-                except _Stop:
+                except StopApplying:
                     if pos != saved:
                         save(pos)
                     return
@@ -447,56 +440,16 @@ class IngestQueue:
                 save(end)
 
     def _apply_with_retry(self, chunk: list[bytes]) -> None:
-        """Apply a chunk; a store error (or a bug) is retried, never dropped, so nothing
-        acknowledged is lost; a batch that cannot be applied because of its content goes to
-        the dead-letter folder and the others are applied."""
-        delay = 0.1
-        said: tuple[str, float] = ("", 0.0)  # the problem last logged, and when
-        try:
-            while True:
-                try:
-                    self._apply(chunk)
-                    return
-                except (StoreError, QueueUnavailable) as exc:
-                    problem = str(exc)
-                except ProvkgError as exc:
-                    if len(chunk) > 1:  # find the bad batch, apply the good ones
-                        for payload in chunk:
-                            self._apply_with_retry([payload])
-                        return
-                    self.dead_letter(chunk[0], f"ingest refused it: {exc}")
-                    return
-                except Exception as exc:
-                    # a batch that does not decode is content, not an outage: look for it (and
-                    # only if all decode, for one that does not validate either)
-                    invalid = invalid_payloads(chunk, decode_only=True) or invalid_payloads(chunk)
-                    if invalid:
-                        for i, reason in invalid.items():
-                            self.dead_letter(chunk[i], f"it does not follow the wire format: {reason}")
-                        rest = [p for i, p in enumerate(chunk) if i not in invalid]
-                        if rest:
-                            self._apply_with_retry(rest)
-                        return
-                    log.exception("applying queued batches failed unexpectedly")
-                    problem = f"{type(exc).__name__}: {exc}"
-                if self._closing:
-                    log.warning("stopping with batches not yet applied (kept on disk): %s", problem)
-                    raise _Stop
-                with self._cond:
-                    since = self._failing[0] if self._failing else time.monotonic()
-                    self._failing = (since, problem)
-                now = time.monotonic()
-                if problem != said[0] or now - said[1] >= _RETRY_LOG_EVERY_S:
-                    # once per problem and then each minute: a line per 5 s retry for hours (a
-                    # store down at the start) would be 720 lines an hour
-                    log.warning("could not apply queued batches (%s); retrying in %.1f s",
-                                problem, delay)
-                    said = (problem, now)
-                time.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
-        finally:
-            with self._cond:
+        apply_with_retry(chunk, apply=self._apply, dead_letter=self.dead_letter,
+                         closing=lambda: self._closing, failing=self._set_failing,
+                         outages=(StoreError, QueueUnavailable))
+
+    def _set_failing(self, problem: str | None) -> None:
+        with self._cond:
+            if problem is None:
                 self._failing = None
+            else:
+                self._failing = (self._failing[0] if self._failing else time.monotonic(), problem)
 
     def dead_letter(self, payload: bytes, reason: str) -> None:
         """Set aside a batch the applier cannot apply because of its content, and say so."""
@@ -522,9 +475,8 @@ class IngestQueue:
             self._counts["dead_letters"] += 1
         return path
 
-    def _backlog(self) -> int:
-        c = self._counts
-        return c["accepted_events"] + c["replayed_events"] - c["applied_events"]
+    def _backlog(self) -> int:  # under self._cond
+        return QueueStats(**self._counts).backlog_events
 
     def _write_cursor(self, pos: tuple[int, int]) -> None:  # a method: the disk-failure tests wrap it
         write_cursor(self.directory, pos, fsync=self._fsync)
