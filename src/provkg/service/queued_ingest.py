@@ -32,8 +32,8 @@ log = logging.getLogger("provkg.api")
 _KNOWN_RUNS = 100_000
 #: the applier waits up to _GATHER_S for _GATHER_EVENTS before it maps a small backlog: the
 #: embedded store takes ~10,000 triples in one bulk load (no write-ahead log, so nothing for
-#: the SPARQL views to replay) for far less than in 20 small transactions; at 5,000 events/s
-#: it kept the applier up with the clients (benchmarks/results/service-rates.md)
+#: the SPARQL views to replay) for far less than in 20 small transactions
+#: (benchmarks/results/service-rates.md)
 _GATHER_EVENTS = 2_000
 _GATHER_S = 0.25
 #: seconds between attempts to reach a remote store that did not answer at the start
