@@ -137,3 +137,13 @@ def test_the_mappers_fast_iris_equal_mint_iri(ident: str) -> None:
     m = Minter("https://example.org/base/")
     assert m.task(ident) == "<" + mint_iri("task", ident, base="https://example.org/base/") + ">"
     assert m.value(ident) == "<" + mint_iri("value", ident, base="https://example.org/base/") + ">"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
+def test_any_text_written_as_a_literal_reads_back_as_the_same_text(text):
+    from provkg.term import literal
+
+    line = f"<http://e.org/s> <http://e.org/p> {literal(text)} .\n"
+    [quad] = list(ox.parse(line.encode(), format=ox.RdfFormat.N_TRIPLES))
+    assert quad.object.value == text

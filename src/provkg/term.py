@@ -81,8 +81,8 @@ def iri(value: str) -> str:
     return f"<{value}>"
 
 
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_NEEDS_ESCAPE = re.compile(r'[\\"\n\r\t\x00-\x08\x0b\x0c\x0e-\x1f\x7f]')
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 
 
 def _escape_char(m: re.Match[str]) -> str:
@@ -92,7 +92,13 @@ def _escape_char(m: re.Match[str]) -> str:
 
 def escape_string(text: str) -> str:
     """Escape ``text`` for the inside of an N-Triples / SPARQL string literal."""
-    return _NEEDS_ESCAPE.sub(_escape_char, text)
+    # backslashes first, so the ones added after are not doubled; str.replace, not a callback
+    # per match: a rollup's JSON state holds a quote every few characters
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if '"' in text:
+        text = text.replace('"', '\\"')
+    return _CONTROL.sub(_escape_char, text) if _CONTROL.search(text) else text
 
 
 def _double_lexical(x: float) -> str:

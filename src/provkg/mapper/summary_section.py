@@ -73,7 +73,8 @@ def _fact_from_json(v: list[Any]) -> Fact:
 
 def _number(x: Any) -> bool:
     """An int or a float, not a bool (a bool is an int to ``isinstance``)."""
-    return not isinstance(x, bool) and isinstance(x, (int, float))
+    t = type(x)
+    return t is float or t is int or (t is not bool and isinstance(x, (int, float)))
 
 
 class Section:
@@ -93,24 +94,27 @@ class Section:
 
     def add(self, e: dict[str, Any]) -> bool:
         """Count event ``e``; True when it told something new (not a re-delivery)."""
-        of = self.measures_of
-        pairs = [(v["name"], x) for v in e.get("generated") or ()
-                 if v["name"] in of and _number(x := v.get("value"))]
-        measures: tuple[tuple[str, tuple[Any, ...]], ...] | None
-        if not pairs:
-            measures = None
-        elif len(pairs) == 1:  # one measure per batch, the common case
-            measures = ((pairs[0][0], (pairs[0][1],)),)
-        else:  # measure name -> its distinct values, both sorted
-            seen: dict[str, set[Any]] = {}
-            for name, x in pairs:
-                seen.setdefault(name, set()).add(x)
-            measures = tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
+        # the per-batch hot path of every rollup: the common shapes skip the general code
+        measures: tuple[tuple[str, tuple[Any, ...]], ...] | None = None
+        generated = e.get("generated")
+        if generated:
+            of = self.measures_of
+            pairs = [(v["name"], x) for v in generated
+                     if v["name"] in of and _number(x := v.get("value"))]
+            if len(pairs) == 1:  # one measure per batch, the common case
+                measures = ((pairs[0][0], (pairs[0][1],)),)
+            elif pairs:  # measure name -> its distinct values, both sorted
+                seen: dict[str, set[Any]] = {}
+                for name, x in pairs:
+                    seen.setdefault(name, set()).add(x)
+                measures = tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
-        index = section_index(e, self.tt.name)  # the detail's provkg:index, the same way
-        fact = (us, None, index, measures, False) if e["event"] == "begin" else \
-            (None, us, index, measures, e.get("status") == "failed")
-        return self.merge(e["id"], fact)
+        index = e.get("index")
+        if index is None:  # the detail's provkg:index, the same way
+            index = section_index(e, self.tt.name)
+        if e["event"] == "begin":
+            return self.merge(e["id"], (us, None, index, measures, False))
+        return self.merge(e["id"], (None, us, index, measures, e.get("status") == "failed"))
 
     def merge(self, tid: str, fact: Fact) -> bool:
         old = self.facts.get(tid)
