@@ -10,6 +10,7 @@ server starts, queues batches durably and reaches the store in the background.
 
 from __future__ import annotations
 
+import gc
 import socket
 import sys
 from collections.abc import Callable
@@ -83,6 +84,16 @@ def check_mqtt_url(settings: Settings) -> None:
             raise BadSetting(f"PROVKG_MQTT_URL: {exc}") from None
 
 
+def _rare_collections() -> None:
+    """The applier's chunks are lists of ~100,000 fresh triples that live through the youngest
+    generations: with CPython's default thresholds a full collection came every second and
+    took ~90 ms, stopping every request (about 0.15 cores and most of the POST p99 at 5,000
+    events/s, benchmarks/results/service-rates.md). Collect the youngest generation 100x less
+    often, and leave what start-up made (modules, the app) out of every collection."""
+    gc.freeze()
+    gc.set_threshold(70_000, *gc.get_threshold()[1:])
+
+
 def run_server(settings: Settings, service: Service, sock: socket.socket, *,
                announce: Callable[[str], None]) -> None:
     """Serve the API on ``sock`` (from :func:`listen_socket`) until interrupted;
@@ -100,6 +111,7 @@ def run_server(settings: Settings, service: Service, sock: socket.socket, *,
         # events/s and half the p50 latency in benchmarks/service.py.
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
         app = create_app(settings, service=service)
+        _rare_collections()
         # uvloop and httptools (dependencies) when importable, else asyncio and h11: about
         # 20% more requests per CPU second in benchmarks/service.py
         config = uvicorn.Config(app, host=settings.host, port=port, log_level="warning",
