@@ -21,6 +21,7 @@ from provkg.api.app import create_app
 from provkg.api.service import Service
 from provkg.config import BadSetting, Settings
 from provkg.errors import ProvkgError
+from provkg.service.ingest import rare_collections
 from provkg.store import display_url
 
 __all__ = ["CannotListen", "listen_socket", "check_mqtt_url", "run_server"]
@@ -84,16 +85,6 @@ def check_mqtt_url(settings: Settings) -> None:
             raise BadSetting(f"PROVKG_MQTT_URL: {exc}") from None
 
 
-def _rare_collections() -> None:
-    """The applier's chunks are lists of ~100,000 fresh triples that live through the youngest
-    generations: with CPython's default thresholds a full collection came every second and
-    took ~90 ms, stopping every request (about 0.15 cores and most of the POST p99 at 5,000
-    events/s, benchmarks/results/service-rates.md). Collect the youngest generation 100x less
-    often, and leave what start-up made (modules, the app) out of every collection."""
-    gc.freeze()
-    gc.set_threshold(70_000, *gc.get_threshold()[1:])
-
-
 def run_server(settings: Settings, service: Service, sock: socket.socket, *,
                announce: Callable[[str], None]) -> None:
     """Serve the API on ``sock`` (from :func:`listen_socket`) until interrupted;
@@ -111,7 +102,7 @@ def run_server(settings: Settings, service: Service, sock: socket.socket, *,
         # events/s and half the p50 latency in benchmarks/service.py.
         sys.setswitchinterval(_SWITCH_INTERVAL_S)
         app = create_app(settings, service=service)
-        _rare_collections()
+        gc.freeze()  # what start-up made (modules, the app) stays out of every collection
         # uvloop and httptools (dependencies) when importable, else asyncio and h11: about
         # 20% more requests per CPU second in benchmarks/service.py
         config = uvicorn.Config(app, host=settings.host, port=port, log_level="warning",
@@ -123,7 +114,8 @@ def run_server(settings: Settings, service: Service, sock: socket.socket, *,
                  "does; /health/ready says when)") if waiting is not None else ""
         announce(f"provkg serving {display_url(settings.store)} on {_url(settings.host, port)} "
                  f"(web UI: /, API docs: /docs){later}")
-        server.run(sockets=[sock])
+        with rare_collections():
+            server.run(sockets=[sock])
     finally:
         service.close()  # after a normal stop the app closed it already: a no-op then
         sock.close()

@@ -109,9 +109,7 @@ class Section:
                     seen.setdefault(name, set()).add(x)
                 measures = tuple(sorted((k, tuple(sorted(xs))) for k, xs in seen.items()))
         us = microseconds(e["time"])  # the very microseconds of the batch's dateTimes
-        index = e.get("index")
-        if index is None:  # the detail's provkg:index, the same way
-            index = section_index(e, self.tt.name)
+        index = section_index(e, self.tt.name)  # the detail's provkg:index, the same way
         if e["event"] == "begin":
             return self.merge(e["id"], (us, None, index, measures, False))
         return self.merge(e["id"], (None, us, index, measures, e.get("status") == "failed"))
