@@ -2,14 +2,17 @@
 is mapped at ``granularity: full`` and at ``both`` in turn (the order alternating per group),
 each with its own mapping state, and written to N-Triples as ``provkg bench`` writes them; then
 each file is bulk-loaded into its own embedded Oxigraph store on disk and compacted (as ``provkg
-load`` does), twice, A B B A, so a drift in the machine's speed weighs on both alike. Ingest = map + write + load + compact.
+load`` does), ``--loads`` times per form in the order A B B A A B B A ..., so a drift in the
+machine's speed weighs on both alike; a form's load and compaction are the medians of its runs
+(one compaction of the same file varied by 7 s of ~100 in a run of two each). Ingest = map +
+write + load + compact.
 The specs and the domain KG, the same in both forms, are left out.
 
 ``benchmarks/rollups.py`` builds the two datasets one after the other, so on a machine whose
 speed drifts (this VM's varied ~2x within an hour) its map-time ratio mixes the drift into the
 rollups' cost; here both forms see the same moments.
 
-    .venv/bin/python benchmarks/rollup_cost.py --scale 1
+    .venv/bin/python benchmarks/rollup_cost.py --scale 1 --loads 4
 
 Results: benchmarks/results/rollup-cost-SCALE.{json,md}.
 """
@@ -21,6 +24,7 @@ import dataclasses
 import json
 import platform
 import shutil
+import statistics
 import time
 from pathlib import Path
 
@@ -31,7 +35,8 @@ from provkg.mapper import MapState, finish, map_batch
 FORMS = ("full", "both")
 
 
-def measure(scale: float, schema: str, work: Path, order: int, *, keep: bool = False) -> dict[str, dict[str, float]]:
+def measure(scale: float, schema: str, work: Path, order: int, *, loads_per_form: int = 2,
+            keep: bool = False) -> dict[str, dict[str, float]]:
     base = synthetic.shape_for_scale(scale)
     states = {g: MapState(_specs(dataclasses.replace(base, granularity=g)), schema=schema)
               for g in FORMS}
@@ -59,15 +64,16 @@ def measure(scale: float, schema: str, work: Path, order: int, *, keep: bool = F
         for f in files.values():
             f.close()
     states.clear()
-    # A B B A: a drift in the machine's speed weighs on both forms alike; the mean per form
+    # A B B A A B ...: a drift in the machine's speed weighs on both forms alike
     loads: dict[str, list[tuple[float, float, int]]] = {g: [] for g in FORMS}
     ab = FORMS if order % 2 == 0 else FORMS[::-1]
-    for g in (*ab, *ab[::-1]):
-        loads[g].append(bulk_load_oxigraph(paths[g], work / f"oxigraph-{schema}-{g}"))
+    for i in range(loads_per_form):
+        for g in (ab if i % 2 == 0 else ab[::-1]):
+            loads[g].append(bulk_load_oxigraph(paths[g], work / f"oxigraph-{schema}-{g}"))
     out: dict[str, dict[str, float]] = {}
     for g in FORMS:
-        load = sum(x[0] for x in loads[g]) / len(loads[g])
-        compact = sum(x[1] for x in loads[g]) / len(loads[g])
+        load = statistics.median(x[0] for x in loads[g])
+        compact = statistics.median(x[1] for x in loads[g])
         out[g] = {"map_seconds": round(seconds[g], 2), "load_seconds": round(load, 2),
                   "compact_seconds": round(compact, 2),
                   "ingest_seconds": round(seconds[g] + load + compact, 2),
@@ -88,6 +94,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--work", default=str(Path(__file__).parent / "work" / "rollup-cost"))
+    parser.add_argument("--loads", type=int, default=2, help="bulk loads per form (medians)")
     parser.add_argument("--keep", action="store_true", help="keep the stores under --work")
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -95,16 +102,18 @@ def main() -> int:
                  "python": platform.python_version(), "schemas": {}}
     lines = [f"# Rollups' ingest cost, side by side, scale {args.scale:g}", "",
              f"Run {started} on {platform.machine()}, Python {platform.python_version()}; "
-             f"`benchmarks/rollup_cost.py --scale {args.scale:g}`. Every event group is mapped "
+             f"`benchmarks/rollup_cost.py --scale {args.scale:g} --loads {args.loads}`. Every event group is mapped "
              "at `full` and at `both` in turn (the order alternating), each with its own "
              "mapping state, and written as N-Triples; each file is then bulk-loaded into its "
-             "own on-disk Oxigraph store and compacted, twice, in the order A B B A (the mean per form). "
+             f"own on-disk Oxigraph store and compacted, {args.loads} times per form in the order "
+             "A B B A A B ... (the median load and the median compaction per form). "
              "Ingest = map + load + compact. Triples: as counted by the store (distinct).", "",
              "| schema | form | map s | load + compact s | ingest s | triples |",
              "|---|---|---:|---:|---:|---:|"]
     costs = []
     for i, schema in enumerate(("typed", "tagged")):
-        r = doc["schemas"][schema] = measure(args.scale, schema, Path(args.work), i, keep=args.keep)
+        r = doc["schemas"][schema] = measure(args.scale, schema, Path(args.work), i,
+                                               loads_per_form=args.loads, keep=args.keep)
         for g in FORMS:
             x = r[g]
             row = (f"| {schema} | {g} | {x['map_seconds']:.1f} | "
