@@ -67,6 +67,7 @@ def write_dataset(shape: Shape, schema: str, path: Path, *, progress: bool = Fal
     retrospective triples, each distinct triple once.
     """
     from provkg.mapper import MapState, finish, map_batch, map_spec
+    from provkg.service.ingest import rare_collections
 
     start = time.perf_counter()
     specs = _specs(shape)
@@ -75,7 +76,8 @@ def write_dataset(shape: Shape, schema: str, path: Path, *, progress: bool = Fal
     triples = events = 0
     bar = _bar(total=synthetic.count_groups(shape), desc=f"map {schema:6}", unit="epoch",
                enabled=progress, position=position)
-    with open(path, "w", encoding="utf-8", buffering=_BUFFER) as out:
+    # collected as provkg's own ingest is: the default thresholds took a third of the mapping
+    with rare_collections(), open(path, "w", encoding="utf-8", buffering=_BUFFER) as out:
         for spec in specs.values():
             fresh = [t for t in dict.fromkeys(map_spec(spec, schema=schema)) if t not in shared_seen]
             shared_seen.update(fresh)
