@@ -15,6 +15,10 @@ rollups' cost; here both forms see the same moments.
 
     .venv/bin/python benchmarks/rollup_cost.py --scale 1 --loads 4
 
+``--end-to-end N`` measures instead what a user waits for: ``provkg ingest``'s own path
+(``ingest_paths``, mapping overlapped with the store's writes) over one events file, N runs per
+form, each in a fresh process; results in rollup-cost-e2e-SCALE.{json,md}.
+
 Results: benchmarks/results/rollup-cost-SCALE.{json,md}.
 """
 
@@ -26,6 +30,8 @@ import json
 import platform
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -95,6 +101,59 @@ def measure(scale: float, schema: str, work: Path, order: int, *, loads_per_form
     return {g: out[g] for g in FORMS}
 
 
+# -- end to end: ``provkg ingest``'s own path (mapping overlapped with the writes) ----------
+
+
+def _write_events(scale: float, path: Path) -> int:
+    import orjson
+
+    n = 0
+    with open(path, "wb", buffering=1 << 20) as f:
+        for e in synthetic.iter_events(synthetic.shape_for_scale(scale)):
+            f.write(orjson.dumps(e) + b"\n")
+            n += 1
+    return n
+
+
+def child_ingest(scale: float, schema: str, form: str, events: str, store_dir: str) -> dict:
+    """One ingest of the events file into a fresh on-disk store, as ``provkg ingest`` runs it
+    (``ingest_paths``: validation, mapping overlapped with the writes, its collector settings)."""
+    import resource
+
+    from provkg.service.ingest import ingest_paths
+    from provkg.store import open_store
+
+    shape = dataclasses.replace(synthetic.shape_for_scale(scale), granularity=form)
+    with open_store(f"oxigraph:{store_dir}") as store:
+        started = time.perf_counter()
+        ingest_paths(store, [events], specs=_specs(shape), schema=schema, progress=None)
+        seconds = time.perf_counter() - started
+        count = store.count()
+    return {"seconds": round(seconds, 2), "store_triples": count,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def end_to_end(scale: float, schema: str, work: Path, order: int, runs: int) -> dict[str, dict]:
+    """``runs`` ingests per form, each in a fresh process, in the order A B B A ...; medians."""
+    work.mkdir(parents=True, exist_ok=True)
+    events = work / f"events-{scale:g}.jsonl"
+    if not events.exists():
+        _write_events(scale, events)
+    got: dict[str, list[dict]] = {g: [] for g in FORMS}
+    ab = FORMS if order % 2 == 0 else FORMS[::-1]
+    for i in range(runs):
+        for g in (ab if i % 2 == 0 else ab[::-1]):
+            store = work / f"ingest-{schema}-{g}"
+            shutil.rmtree(store, ignore_errors=True)
+            out = subprocess.run([sys.executable, __file__, "--child", str(scale), schema, g,
+                                  str(events), str(store)], check=True, capture_output=True, text=True)
+            got[g].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            shutil.rmtree(store, ignore_errors=True)
+    return {g: {"ingest_seconds": statistics.median(r["seconds"] for r in got[g]),
+                "runs": [r["seconds"] for r in got[g]], "store_triples": got[g][0]["store_triples"],
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in got[g])} for g in FORMS}
+
+
 def _pct(new: float, old: float) -> str:
     return f"{(new / old - 1) * 100:+.1f} %"
 
@@ -106,7 +165,17 @@ def main() -> int:
     parser.add_argument("--work", default=str(Path(__file__).parent / "work" / "rollup-cost"))
     parser.add_argument("--loads", type=int, default=2, help="bulk loads per form (medians)")
     parser.add_argument("--keep", action="store_true", help="keep the stores under --work")
+    parser.add_argument("--end-to-end", type=int, default=0, metavar="N",
+                        help="instead: N ingests per form of one events file as provkg ingest runs "
+                             "them, each in a fresh process (medians)")
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        scale, schema, form, events, store = args.child
+        print(json.dumps(child_ingest(float(scale), schema, form, events, store)))
+        return 0
+    if args.end_to_end:
+        return main_end_to_end(args)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     doc: dict = {"scale": args.scale, "started": started, "machine": platform.machine(),
                  "python": platform.python_version(), "schemas": {}}
@@ -143,6 +212,46 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rollup-cost-{args.scale:g}.json").write_text(json.dumps(doc, indent=2) + "\n")
     (out / f"rollup-cost-{args.scale:g}.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def main_end_to_end(args: argparse.Namespace) -> int:
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    doc: dict = {"scale": args.scale, "started": started, "machine": platform.machine(),
+                 "python": platform.python_version(), "runs_per_form": args.end_to_end,
+                 "schemas": {}}
+    lines = [f"# Rollups' ingest cost end to end, scale {args.scale:g}", "",
+             f"Run {started} on {platform.machine()}, Python {platform.python_version()}; "
+             f"`benchmarks/rollup_cost.py --scale {args.scale:g} --end-to-end {args.end_to_end}`. "
+             "One JSON-lines file of the synthetic lifecycle's events is ingested into a fresh "
+             "on-disk Oxigraph store as `provkg ingest` does it (`ingest_paths`: validation, "
+             "mapping overlapped with the store's writes), with the specs at `full` and at "
+             f"`both`, {args.end_to_end} times per form, each in a fresh process, in the order "
+             "A B B A ... (medians). Triples: as counted by the store.", "",
+             "| schema | form | ingest s (median) | runs s | triples | peak RSS MB |",
+             "|---|---|---:|---|---:|---:|"]
+    costs = []
+    for i, schema in enumerate(("typed", "tagged")):
+        r = doc["schemas"][schema] = end_to_end(args.scale, schema, Path(args.work), i,
+                                                  args.end_to_end)
+        for g in FORMS:
+            x = r[g]
+            row = (f"| {schema} | {g} | {x['ingest_seconds']:.1f} | "
+                   f"{', '.join(f'{v:.1f}' for v in x['runs'])} | {x['store_triples']:,} | "
+                   f"{x['peak_rss_mb']:,.0f} |")
+            print(row, flush=True)
+            lines.append(row)
+        f, b = r["full"], r["both"]
+        costs.append(f"| {schema} | {_pct(b['store_triples'], f['store_triples'])} | "
+                     f"{_pct(b['ingest_seconds'], f['ingest_seconds'])} |")
+    lines += ["", "Rollup cost (`both` over `full`; targets: ≤ 5 % triples, ≤ 15 % ingest time):", "",
+              "| schema | triples | ingest time |", "|---|---:|---:|", *costs]
+    print("\n".join(lines[-len(costs) - 2:]))
+    (Path(args.work) / f"events-{args.scale:g}.jsonl").unlink(missing_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"rollup-cost-e2e-{args.scale:g}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"rollup-cost-e2e-{args.scale:g}.md").write_text("\n".join(lines) + "\n")
     return 0
 
 
