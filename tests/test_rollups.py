@@ -391,3 +391,25 @@ def test_a_running_parent_s_pending_record_grows_by_parts_and_another_process_re
     graph = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
     assert sorted(store.select(graph).rows) == sorted(reference.select(graph).rows)
     assert not store.ask(PREFIX + "ASK { ?s provkg:pendingParent ?p }")
+
+
+_JSON_SCALARS = (st.none() | st.booleans() | st.integers(-(2 ** 80), 2 ** 80)
+                 | st.floats(allow_nan=True, allow_infinity=True)
+                 | st.floats(-1e-3, 1e-3) | st.text(st.characters(codec=None, exclude_categories=())))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.recursive(_JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(st.characters(codec=None, exclude_categories=()),
+                                              max_size=6), inner, max_size=4), max_leaves=20))
+def test_a_state_s_text_is_json_dumps_canonical_text_whatever_it_holds(value):
+    """Stored states compare as text across provkg versions: the fast writer must give
+    json.dumps' canonical text exactly (small and non-finite doubles, huge integers and
+    lone surrogates included)."""
+    import json
+
+    from provkg.mapper.summary_section import state_json
+
+    doc = {"section": "batch", "under": {"/1": [1, None, 2, {"loss": [value]}]}, "other": value}
+    assert state_json(doc) == json.dumps(doc, sort_keys=True, separators=(",", ":"),
+                                         ensure_ascii=False)
