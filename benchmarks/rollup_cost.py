@@ -104,15 +104,11 @@ def measure(scale: float, schema: str, work: Path, order: int, *, loads_per_form
 # -- end to end: ``provkg ingest``'s own path (mapping overlapped with the writes) ----------
 
 
-def _write_events(scale: float, path: Path) -> int:
+def _write_events(scale: float, path: Path) -> None:
     import orjson
 
-    n = 0
     with open(path, "wb", buffering=1 << 20) as f:
-        for e in synthetic.iter_events(synthetic.shape_for_scale(scale)):
-            f.write(orjson.dumps(e) + b"\n")
-            n += 1
-    return n
+        f.writelines(orjson.dumps(e) + b"\n" for e in synthetic.iter_events(synthetic.shape_for_scale(scale)))
 
 
 def child_ingest(scale: float, schema: str, form: str, events: str, store_dir: str) -> dict:
@@ -175,85 +171,73 @@ def main() -> int:
         print(json.dumps(child_ingest(float(scale), schema, form, events, store)))
         return 0
     if args.end_to_end:
-        return main_end_to_end(args)
+        n = args.end_to_end
+        try:
+            return _report(
+                args, name="rollup-cost-e2e", title="Rollups' ingest cost end to end",
+                command=f"--end-to-end {n}",
+                method="One JSON-lines file of the synthetic lifecycle's events is ingested into a fresh "
+                       "on-disk Oxigraph store as `provkg ingest` does it (`ingest_paths`: validation, "
+                       "mapping overlapped with the store's writes), with the specs at `full` and at "
+                       f"`both`, {n} times per form, each in a fresh process, in the order "
+                       "A B B A ... (medians). Triples: as counted by the store.",
+                columns=("ingest s (median)", "runs s", "triples", "peak RSS MB"),
+                measure=lambda schema, i: end_to_end(args.scale, schema, Path(args.work), i, n),
+                row=lambda x: (f"{x['ingest_seconds']:.1f}", ", ".join(f"{v:.1f}" for v in x["runs"]),
+                               f"{x['store_triples']:,}", f"{x['peak_rss_mb']:,.0f}"),
+                costs={"triples": "store_triples", "ingest time": "ingest_seconds"},
+                extra={"runs_per_form": n})
+        finally:  # the events file is shared by both schemas' runs
+            (Path(args.work) / f"events-{args.scale:g}.jsonl").unlink(missing_ok=True)
+    return _report(
+        args, name="rollup-cost", title="Rollups' ingest cost, side by side",
+        command=f"--loads {args.loads}",
+        method="Every event group is mapped "
+               "at `full` and at `both` in turn (the order alternating), each with its own "
+               "mapping state, with the garbage collector set as provkg's ingest sets it, "
+               "and written as N-Triples; each file is then bulk-loaded into its "
+               f"own on-disk Oxigraph store and compacted, {args.loads} times per form in the order "
+               "A B B A A B ... (the median load and the median compaction per form). "
+               "Ingest = map + load + compact. Triples: as counted by the store (distinct).",
+        columns=("map s", "load + compact s", "ingest s", "triples"),
+        measure=lambda schema, i: measure(args.scale, schema, Path(args.work), i,
+                                          loads_per_form=args.loads, keep=args.keep),
+        row=lambda x: (f"{x['map_seconds']:.1f}", f"{x['load_seconds'] + x['compact_seconds']:.1f}",
+                       f"{x['ingest_seconds']:.1f}", f"{x['store_triples']:,}"),
+        costs={"triples": "store_triples", "map time": "map_seconds",
+               "ingest time": "ingest_seconds"})
+
+
+def _report(args: argparse.Namespace, *, name: str, title: str, command: str, method: str,
+            columns: tuple[str, ...], measure, row, costs: dict[str, str],
+            extra: dict | None = None) -> int:
+    """Run ``measure`` per schema and write ``name``-SCALE.{json,md}: a row per schema and form,
+    and ``both`` over ``full`` for each of ``costs`` (column -> figure)."""
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     doc: dict = {"scale": args.scale, "started": started, "machine": platform.machine(),
-                 "python": platform.python_version(), "schemas": {}}
-    lines = [f"# Rollups' ingest cost, side by side, scale {args.scale:g}", "",
+                 "python": platform.python_version(), **(extra or {}), "schemas": {}}
+    lines = [f"# {title}, scale {args.scale:g}", "",
              f"Run {started} on {platform.machine()}, Python {platform.python_version()}; "
-             f"`benchmarks/rollup_cost.py --scale {args.scale:g} --loads {args.loads}`. Every event group is mapped "
-             "at `full` and at `both` in turn (the order alternating), each with its own "
-             "mapping state, with the garbage collector set as provkg's ingest sets it, "
-             "and written as N-Triples; each file is then bulk-loaded into its "
-             f"own on-disk Oxigraph store and compacted, {args.loads} times per form in the order "
-             "A B B A A B ... (the median load and the median compaction per form). "
-             "Ingest = map + load + compact. Triples: as counted by the store (distinct).", "",
-             "| schema | form | map s | load + compact s | ingest s | triples |",
-             "|---|---|---:|---:|---:|---:|"]
-    costs = []
+             f"`benchmarks/rollup_cost.py --scale {args.scale:g} {command}`. {method}", "",
+             "| schema | form | " + " | ".join(columns) + " |",
+             "|---|---|" + "---:|" * len(columns)]
+    cost_rows = []
     for i, schema in enumerate(("typed", "tagged")):
-        r = doc["schemas"][schema] = measure(args.scale, schema, Path(args.work), i,
-                                               loads_per_form=args.loads, keep=args.keep)
+        r = doc["schemas"][schema] = measure(schema, i)
         for g in FORMS:
-            x = r[g]
-            row = (f"| {schema} | {g} | {x['map_seconds']:.1f} | "
-                   f"{x['load_seconds'] + x['compact_seconds']:.1f} | {x['ingest_seconds']:.1f} | "
-                   f"{x['store_triples']:,} |")
-            print(row, flush=True)
-            lines.append(row)
+            line = f"| {schema} | {g} | " + " | ".join(row(r[g])) + " |"
+            print(line, flush=True)
+            lines.append(line)
         f, b = r["full"], r["both"]
-        costs.append(f"| {schema} | {_pct(b['store_triples'], f['store_triples'])} | "
-                     f"{_pct(b['map_seconds'], f['map_seconds'])} | "
-                     f"{_pct(b['ingest_seconds'], f['ingest_seconds'])} |")
+        cost_rows.append(f"| {schema} | " + " | ".join(_pct(b[k], f[k]) for k in costs.values()) + " |")
     lines += ["", "Rollup cost (`both` over `full`; targets: ≤ 5 % triples, ≤ 15 % ingest time):", "",
-              "| schema | triples | map time | ingest time |", "|---|---:|---:|---:|", *costs]
-    print("\n".join(lines[-len(costs) - 2:]))
+              "| schema | " + " | ".join(costs) + " |", "|---|" + "---:|" * len(costs), *cost_rows]
+    print("\n".join(lines[-len(cost_rows) - 2:]))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"rollup-cost-{args.scale:g}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out / f"rollup-cost-{args.scale:g}.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}-{args.scale:g}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"{name}-{args.scale:g}.md").write_text("\n".join(lines) + "\n")
     return 0
-
-
-def main_end_to_end(args: argparse.Namespace) -> int:
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    doc: dict = {"scale": args.scale, "started": started, "machine": platform.machine(),
-                 "python": platform.python_version(), "runs_per_form": args.end_to_end,
-                 "schemas": {}}
-    lines = [f"# Rollups' ingest cost end to end, scale {args.scale:g}", "",
-             f"Run {started} on {platform.machine()}, Python {platform.python_version()}; "
-             f"`benchmarks/rollup_cost.py --scale {args.scale:g} --end-to-end {args.end_to_end}`. "
-             "One JSON-lines file of the synthetic lifecycle's events is ingested into a fresh "
-             "on-disk Oxigraph store as `provkg ingest` does it (`ingest_paths`: validation, "
-             "mapping overlapped with the store's writes), with the specs at `full` and at "
-             f"`both`, {args.end_to_end} times per form, each in a fresh process, in the order "
-             "A B B A ... (medians). Triples: as counted by the store.", "",
-             "| schema | form | ingest s (median) | runs s | triples | peak RSS MB |",
-             "|---|---|---:|---|---:|---:|"]
-    costs = []
-    for i, schema in enumerate(("typed", "tagged")):
-        r = doc["schemas"][schema] = end_to_end(args.scale, schema, Path(args.work), i,
-                                                  args.end_to_end)
-        for g in FORMS:
-            x = r[g]
-            row = (f"| {schema} | {g} | {x['ingest_seconds']:.1f} | "
-                   f"{', '.join(f'{v:.1f}' for v in x['runs'])} | {x['store_triples']:,} | "
-                   f"{x['peak_rss_mb']:,.0f} |")
-            print(row, flush=True)
-            lines.append(row)
-        f, b = r["full"], r["both"]
-        costs.append(f"| {schema} | {_pct(b['store_triples'], f['store_triples'])} | "
-                     f"{_pct(b['ingest_seconds'], f['ingest_seconds'])} |")
-    lines += ["", "Rollup cost (`both` over `full`; targets: ≤ 5 % triples, ≤ 15 % ingest time):", "",
-              "| schema | triples | ingest time |", "|---|---:|---:|", *costs]
-    print("\n".join(lines[-len(costs) - 2:]))
-    (Path(args.work) / f"events-{args.scale:g}.jsonl").unlink(missing_ok=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"rollup-cost-e2e-{args.scale:g}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (out / f"rollup-cost-e2e-{args.scale:g}.md").write_text("\n".join(lines) + "\n")
-    return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -83,8 +83,9 @@ def state_json(doc: dict[str, Any]) -> str:
     try:
         text = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
     except TypeError:
-        text = b"e-"  # the slow path below
-    if b"e-" in text or b"0.0000" in text or (b"null" in text and _has_non_finite(doc)):
+        text = None
+    if (text is None or b"e-" in text or b"0.0000" in text
+            or (b"null" in text and _has_non_finite(doc))):
         return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.decode()
 
